@@ -194,7 +194,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
     if (!attr_matches(spec.kind, it->second))
       fail(op, "attribute '" + spec.name + "' must be of kind " + attr_kind_name(spec.kind));
   }
-  for (const auto& [name, v] : attrs) {
+  for (const auto& kv : attrs) {
+    const std::string& name = kv.first;  // a plain reference: clang 14 cannot capture structured bindings
     bool known = std::any_of(op.attrs.begin(), op.attrs.end(), [&](const AttrSpec& s) { return s.name == name; });
     if (!known) fail(op, "unknown attribute '" + name + "'");
   }
