@@ -64,8 +64,8 @@ std::optional<SpaceRefusal> check_space(const Graph& g, const std::vector<ValueI
   size_t rank = 0;
   std::vector<std::pair<ValueId, Shape>> full;
   for (ValueId v : members) {
-    if (dropped.count(v)) continue;
     const Node& n = g.node(v);
+    if (dropped.count(v) && !is_reduce(n)) continue;  // a reduction itself iterates over its input
     const Shape& s = is_reduce(n) ? g.node(n.inputs[0]).shape : n.shape;
     full.emplace_back(v, s);
     rank = std::max(rank, s.size());
