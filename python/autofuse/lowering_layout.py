@@ -2,7 +2,8 @@
 
 - ``_to_copy`` / ``prims.convert_element_type``: a ``cast`` (only a dtype change; device/layout changes stay ATen).
 - ``expand``: ``broadcast_to`` (a kernel reads the input with stride 0).
-- ``detach``, ``alias``, ``lift_fresh_copy``, and ``clone`` of a computed value: the value itself (functional graph).
+- ``detach``, ``alias``, ``lift_fresh_copy``: the value itself (functional graph). ``clone`` stays an ATen copy: it
+  fixes a memory layout that later views rely on.
 - ``full``, ``scalar_tensor``, ``full_like``/``zeros_like``/``ones_like``, ``arange``: source ops.
 Other view and layout ops (view, permute, transpose, slice, unsqueeze, squeeze, cat, ...) are not lowered: they run
 as ATen calls, which for views costs no copy. Their fallback message says so.
@@ -25,7 +26,7 @@ VIEW_OPS = [
     aten.slice, aten.select, aten.as_strided, aten.cat, aten.split, aten.split_with_sizes, aten.unbind,
     aten.narrow, aten.flip, aten.roll, aten.constant_pad_nd, aten.index, aten.gather, aten.scatter,
     aten.index_select, aten.slice_scatter, aten.select_scatter, aten.diagonal, aten.squeeze_copy, aten.view_copy,
-    aten.permute_copy, aten.expand_copy, aten.unfold, aten.repeat, aten.tril, aten.triu, aten.copy,
+    aten.permute_copy, aten.expand_copy, aten.unfold, aten.repeat, aten.tril, aten.triu, aten.copy, aten.clone,
 ]
 
 
@@ -53,24 +54,13 @@ def _to_copy(L: Lowerer, node) -> int:
             raise Unsupported(f"_to_copy with memory_format={mf}")
         dt = node.kwargs.get("dtype") or L.node(x).dtype
     if dt == L.node(x).dtype:
-        if L.node(x).op == "input":
-            raise Unsupported("copy of a graph input stays an ATen copy")
-        return x
+        raise Unsupported("a copy without a dtype change stays an ATen copy (it fixes a memory layout)")
     return L.cast(x, dt)
 
 
 @register(aten.detach.default, aten.alias.default, aten.lift_fresh_copy.default)
 def _identity(L: Lowerer, node) -> int:
     return L.value(node.args[0])
-
-
-@register(aten.clone.default)
-def _clone(L: Lowerer, node) -> int:
-    x = L.value(node.args[0])
-    mf = node.kwargs.get("memory_format")
-    if L.node(x).op == "input" or mf not in (None, torch.preserve_format, torch.contiguous_format):
-        raise Unsupported("clone of a graph input (or to another memory format) stays an ATen copy")
-    return x
 
 
 @register(aten.expand.default)
