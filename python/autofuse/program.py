@@ -139,6 +139,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         L.append(f"    _bind = {{{items}}}")
     for i, v in lg.arg_nodes.items():
         L.append(f"    v{v} = args[{i}]")
+    for v, t in lg.const_inputs.items():
+        L.append(f"    v{v} = {e.const(t, 'T')}")
     for k, st in enumerate(steps):
         ins = ", ".join(f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
