@@ -216,6 +216,28 @@ def sweep(spec, args) -> None:
     print(f"  graphs compiled {graphs}; C++ compiles after the first length: {cc}; max rel error {worst:.2e}")
 
 
+def measure_overhead(reps: int = 2000) -> None:
+    """Per-call cost of the machinery around a kernel, on a one-kernel graph of 1-element tensors (x * 2 + 1)."""
+    x = torch.randn(1)
+    _fresh_autofuse()
+    start = len(backend.RECORDS)
+    compiled = torch.compile(lambda t: t * 2 + 1, backend="autofuse")
+    compiled(x)
+    rec = backend.RECORDS[start]
+    eager = _time(lambda: x * 2 + 1, reps)
+    total = _time(lambda: compiled(x), reps)
+    prog = _time(lambda: rec.program([x]), reps)
+    ks = rec.kernels
+    kernel = None
+    if ks and ks[0].kernel is not None:
+        out = torch.empty(1)
+        kernel = _time(lambda: ks[0].run([x], [out]), reps)
+    kt = f", of which the kernel call {kernel * 1e6:.1f} us" if kernel is not None else ""
+    print(f"\n=== per-call overhead (x*2+1 on 1 element): eager {eager * 1e6:.1f} us; torch.compile(autofuse) "
+          f"{total * 1e6:.1f} us = Dynamo/AOT wrappers {(total - prog) * 1e6:.1f} us + autofuse program "
+          f"{prog * 1e6:.1f} us{kt}")
+
+
 def main(argv: List[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m autofuse.demo", description=__doc__.split("\n")[0])
     p.add_argument("--models", default="gpt2,bert,llama")
@@ -235,6 +257,7 @@ def main(argv: List[str] | None = None) -> int:
     results = [run_model(m, specs[m], args) for m in args.models.split(",")]
     if args.sweep:
         sweep(specs["gpt2"], args)
+    measure_overhead()
     ok = all(r["ok"] for r in results)
     print(f"\ndemo {'PASSED' if ok else 'FAILED'} in {time.perf_counter() - t0:.0f} s")
     return 0 if ok else 1

@@ -204,3 +204,35 @@ def test_dfx_flags_form(tmp_path, monkeypatch):
     monkeypatch.delenv("AUTOFUSE_DEBUG_DIR", raising=False)
     monkeypatch.setenv("AUTOFUSE_DFX_FLAGS", f"--codegen_compile_debug=true;--debug_dir={tmp_path}")
     assert str(tmp_path) in debug_dirs()
+
+
+def test_program_overhead_is_small():
+    """The generated program costs microseconds per step: time it with no-op kernels on a 10-kernel graph."""
+    import time
+
+    from autofuse.program import build_program
+
+    x = torch.randn(1)
+
+    def f(x):
+        for _ in range(10):
+            x = torch.mm(x.reshape(1, 1), x.reshape(1, 1)).reshape(1).exp()  # externs split the kernels
+        return x
+
+    recs, _ = run_compiled(f, x)
+    rec = recs[0]
+    steps = [s for s in rec.steps]
+    assert len([s for s in steps if s.kind == "kernel"]) >= 10
+    for s in steps:
+        if s.kind == "kernel":
+            s.run, s.needs_bindings = (lambda ins, outs: None), False
+    prog = build_program(rec.lowered, steps)
+    for _ in range(100):
+        prog([x])
+    t = time.perf_counter()
+    n = 2000
+    for _ in range(n):
+        prog([x])
+    per_call = (time.perf_counter() - t) / n
+    print(f"program overhead: {per_call * 1e6:.1f} us per call for {len(steps)} steps")
+    assert per_call < 30e-6 * len(steps), per_call
