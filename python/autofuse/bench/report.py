@@ -3,7 +3,8 @@
 JSON record of one case (doc["results"][i]):
   pattern, dtype, size, rows, input_shapes, bytes,
   backends: {eager|inductor|autofuse: {first_call_s, median_s, min_s, runs, gbs, pct_bw,
-                                       max_abs_err, max_abs_ref, ok (compilers only), error (on failure)}}
+                                       max_abs_err, max_abs_ref, ok (compilers only), error (on failure),
+                                       graphs, kernel_launches_per_call (autofuse only: what its backend did)}}
 Speedups are ratios of median times (> 1 means faster than the baseline). Geomeans are over the cases where both
 backends have a median time.
 """
@@ -55,6 +56,9 @@ def summarize(doc: dict) -> dict:
     out["wrong_results"] = {b: [f"{r['pattern']}/{r['dtype']}/{r['size']} (max abs err "
                                 f"{r['backends'][b]['max_abs_err']:.3g})"
                                 for r in res if r["backends"].get(b, {}).get("ok") is False] for b in backends}
+    out["autofuse_not_compiled"] = [
+        f"{r['pattern']}/{r['dtype']}/{r['size']} ({af_steps(r['backends']['autofuse'])})" for r in res
+        if any(g["mode"] != "kernels" for g in r["backends"].get("autofuse", {}).get("graphs", []))]
     out["median_pct_bw_large"] = {
         b: (statistics.median(v) if (v := [r["backends"][b]["pct_bw"] for r in res
                                           if r["size"] == "large" and "pct_bw" in r["backends"].get(b, {})])
@@ -80,13 +84,28 @@ def case_line(rec: dict, i: int, total: int, seconds: float) -> str:
     if "autofuse" in rec["backends"]:
         parts.append(f"af/eager={_fmt_x(speedup(rec, 'autofuse', 'eager'))}")
         parts.append(f"af/ind={_fmt_x(speedup(rec, 'autofuse', 'inductor'))}")
+    af = rec["backends"].get("autofuse", {})
+    if "graphs" in af:
+        modes = ",".join(sorted({g["mode"] for g in af["graphs"]})) or "none"
+        parts.append(f"af[{modes}; {sum(g['kernels'] for g in af['graphs'])}k"
+                     f"/{sum(g['externs'] for g in af['graphs'])}x]")
     errs = [f"{b}: {e['error'][:120]}" for b, e in rec["backends"].items() if "error" in e]
     line = " ".join(parts) + f"  [{seconds:.1f}s]"
     return line + ("\n    " + "\n    ".join(errs) if errs else "")
 
 
 COLUMNS = ["pattern", "dtype", "size", "MB", "eager us", "inductor us", "autofuse us", "ind/eager", "af/eager",
-           "af/ind", "af GB/s", "af %bw", "ind %bw", "af err"]
+           "af/ind", "af GB/s", "af %bw", "ind %bw", "af err", "af steps"]
+
+
+def af_steps(e: dict) -> str:
+    """Autofuse's work for a case: "<kernels>k/<externs>x", prefixed by the mode when not compiled kernels."""
+    graphs = e.get("graphs")
+    if not graphs:
+        return "-"
+    modes = sorted({g["mode"] for g in graphs} - {"kernels"})
+    k, x = sum(g["kernels"] for g in graphs), sum(g["externs"] for g in graphs)
+    return (",".join(modes) + ":" if modes else "") + f"{k}k/{x}x"
 
 
 def table_rows(doc: dict) -> list[list[str]]:
@@ -103,7 +122,7 @@ def table_rows(doc: dict) -> list[list[str]]:
                      _fmt_x(speedup(r, "autofuse", "inductor")),
                      "-" if "gbs" not in af else f"{af['gbs']:.2f}",
                      "-" if "pct_bw" not in af else f"{af['pct_bw']:.0f}",
-                     "-" if "pct_bw" not in ind else f"{ind['pct_bw']:.0f}", err])
+                     "-" if "pct_bw" not in ind else f"{ind['pct_bw']:.0f}", err, af_steps(af)])
     return rows
 
 
@@ -144,6 +163,10 @@ def summary_lines(doc: dict) -> list[str]:
     pct = s["median_pct_bw_large"]
     lines.append("median % of copy bandwidth over DRAM-sized cases: " + ", ".join(
         f"{b} {'n/a' if v is None else f'{v:.0f}%'}" for b, v in pct.items()) + " (autofuse target >= 80%)")
+    if s.get("autofuse_not_compiled"):
+        nc = s["autofuse_not_compiled"]
+        lines.append(f"autofuse ran eager stand-ins or fell back on {len(nc)} case(s): " + ", ".join(nc[:8]) +
+                     (" ..." if len(nc) > 8 else ""))
     for b, f in s["failures"].items():
         if f:
             lines.append(f"{b} failed on {len(f)} case(s); first: {f[0]}")
