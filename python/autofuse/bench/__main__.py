@@ -75,9 +75,7 @@ def main(argv=None) -> int:
         png = plot.plot(doc, os.path.splitext(out)[0] + ".png")
     print(f"wrote {out}" + (f" and {png}" if png else ""))
     if a.markdown:
-        rel = os.path.relpath(png, os.path.dirname(os.path.abspath(a.markdown))) if png else None
-        with open(a.markdown, "w") as f:
-            f.write(report.markdown_block(doc, out, rel))
+        report.write_markdown(doc, out, png, a.markdown)
         print(f"wrote {a.markdown}")
     return 0
 
