@@ -203,14 +203,27 @@ def markdown_block(doc: dict, json_path: str, plot_path: str | None) -> str:
              f"- Command: `{doc['command']}`",
              f"- Bytes moved: {doc['bytes_definition']}; timing: {doc['timing']}",
              f"- Repetitions: {doc['config']['reps']} rounds per case", ""]
-    lines += [f"- {ln}" for ln in summary_lines(doc)]
+    lines += [f"- {ln.strip()}" for ln in summary_lines(doc)]
     lines += ["", markdown_table(doc), ""]
     if plot_path:
         lines += [f"![speedups and bandwidth]({plot_path})", ""]
     return "\n".join(lines)
 
 
-def write_markdown(doc: dict, json_path: str, png_path: str | None, md_path: str) -> str:
+def compile_markdown(cdoc: dict, json_path: str) -> str:
+    """A markdown section for a compile-time bench document (autofuse.bench.compile_bench)."""
+    from .compile_bench import text_table as compile_table
+
+    return "\n".join(["### Compile time", "",
+                      f"From {os.path.basename(json_path)} ({cdoc['date']}, {cdoc['dtype']}, {cdoc['size']} inputs): "
+                      "seconds per pattern of the first compiled call minus one eager call; cold = caches disabled, "
+                      "first = empty caches, warm = a new process on populated caches. Each column is one fresh "
+                      "process; init is its first (trivial) compile.", "",
+                      "```", compile_table(cdoc), "```", ""])
+
+
+def write_markdown(doc: dict, json_path: str, png_path: str | None, md_path: str,
+                   compile_doc: tuple[dict, str] | None = None) -> str:
     """Writes markdown_block to ``md_path``; the plot (if any) is copied next to it as <md stem>.png, so that the
     block and its picture can be committed together (bench/results/ is not). Returns ``md_path``."""
     import shutil
@@ -223,6 +236,8 @@ def write_markdown(doc: dict, json_path: str, png_path: str | None, md_path: str
         rel = os.path.basename(dst)
     with open(md_path, "w") as f:
         f.write(markdown_block(doc, json_path, rel))
+        if compile_doc:
+            f.write("\n" + compile_markdown(*compile_doc))
     return md_path
 
 
@@ -235,6 +250,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m autofuse.bench.report", description=main.__doc__)
     ap.add_argument("json_path")
     ap.add_argument("--markdown", help="write the README results block here (e.g. bench/RESULTS.md)")
+    ap.add_argument("--compile-json", help="a compile-time bench JSON to add as a section of the markdown")
     ap.add_argument("--plot", help="plot to copy next to the markdown (default: the JSON's .png sibling)")
     a = ap.parse_args(argv)
     with open(a.json_path) as f:
@@ -243,7 +259,11 @@ def main(argv=None) -> int:
     print(text_table(doc))
     print("\n".join(summary_lines(doc)))
     if a.markdown:
-        write_markdown(doc, a.json_path, a.plot or os.path.splitext(a.json_path)[0] + ".png", a.markdown)
+        cdoc = None
+        if a.compile_json:
+            with open(a.compile_json) as f:
+                cdoc = (json.load(f), a.compile_json)
+        write_markdown(doc, a.json_path, a.plot or os.path.splitext(a.json_path)[0] + ".png", a.markdown, cdoc)
         print(f"wrote {a.markdown}")
     return 0
 
