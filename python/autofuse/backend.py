@@ -50,6 +50,7 @@ class GraphRecord:
     compile_seconds: float = 0.0
     fusion_report: str = ""
     program: Optional[Callable] = None  # the generated function (takes the list of arguments)
+    example_bindings: Dict[str, int] = field(default_factory=dict)  # symbol values of the example inputs
 
     @property
     def kernels(self) -> List[Step]:
@@ -145,6 +146,32 @@ def _eager(gm: torch.fx.GraphModule) -> Callable:
     return run
 
 
+def _example_bindings(lg: LoweredGraph, example_inputs) -> Dict[str, int]:
+    """Symbol values of the example inputs (size hints; reading them adds no guard)."""
+
+    def hint(v):
+        if isinstance(v, torch.SymInt):
+            return v.node.hint
+        return v
+
+    out: Dict[str, int] = {}
+    for name, src in lg.sym_sources.items():
+        try:
+            # src is "args[i]" or "args[i].shape[d]"
+            i = int(src.split("[")[1].split("]")[0])
+            x = example_inputs[i]
+            if ".shape[" in src:
+                d = int(src.rsplit("[", 1)[1].rstrip("]"))
+                v = hint(x.shape[d])
+            else:
+                v = hint(x)
+            if v is not None:
+                out[name] = int(v)
+        except Exception:  # noqa: BLE001 - a missing hint only weakens the debug reproducer
+            continue
+    return out
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inference") -> Callable:
     """Compile one functional ATen FX graph into a boxed callable (``fn(list_of_args) -> list``)."""
     t0 = time.perf_counter()
@@ -160,6 +187,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
         record.compile_seconds = time.perf_counter() - t0
         return _eager(gm)
     record.lowered = lg
+    record.example_bindings = _example_bindings(lg, example_inputs)
     steps = plan(lg, record)
     record.steps = steps
     fn = build_program(lg, steps, name=f"af_{record.name}")
