@@ -236,3 +236,22 @@ def test_program_overhead_is_small():
     per_call = (time.perf_counter() - t) / n
     print(f"program overhead: {per_call * 1e6:.1f} us per call for {len(steps)} steps")
     assert per_call < 30e-6 * len(steps), per_call
+
+
+def test_entry_point_works_without_import():
+    """A fresh process that never imports autofuse finds the backend through the torch_dynamo_backends entry point."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torch\n"
+            "f = torch.compile(lambda x: x * 2 + 1, backend='autofuse')\n"
+            "print(f(torch.ones(3)).tolist())\n"
+            "import autofuse.backend as b\n"
+            "print(len(b.RECORDS))\n")
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.split()
+    assert lines[:3] == ["[3.0,", "3.0,", "3.0]"]
+    assert int(lines[-1]) >= 1  # our backend compiled the graph
