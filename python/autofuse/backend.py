@@ -44,7 +44,7 @@ class GraphRecord:
     gm: torch.fx.GraphModule
     lowered: Optional[LoweredGraph] = None
     steps: List[Step] = field(default_factory=list)
-    mode: str = "kernels"  # "kernels" | "reference" | "eager"
+    mode: str = "kernels"  # "kernels" | "reference" (eager stand-in) | "interpreter" (stand-in) | "eager" (as-is)
     program_source: str = ""
     reason: str = ""
     compile_seconds: float = 0.0
@@ -132,6 +132,12 @@ def plan(lg: LoweredGraph, record: GraphRecord) -> List[Step]:
     else:
         record.mode = "reference"
         steps = simple_partition(lg)
+        if os.environ.get("AUTOFUSE_STANDIN") == "interp":
+            from .native import has_interpreter, plan_interpreter
+
+            if has_interpreter():
+                plan_interpreter(lg, steps)
+                record.mode = "interpreter"
     _reference_runners(lg, steps)
     return steps
 

@@ -141,3 +141,36 @@ def group_ir_text(lg: LoweredGraph, step: Step) -> str | None:
         return str(group_graph(lg, step, core, step.name or "kernel"))
     except Exception:  # noqa: BLE001 - the debug text then falls back to the Python listing
         return None
+
+
+class InterpreterGroup:
+    """Stand-in kernel: runs a step's sub-graph on the C++ reference interpreter (AUTOFUSE_STANDIN=interp)."""
+
+    def __init__(self, graph) -> None:
+        self.graph = graph
+
+    def __call__(self, ins, outs) -> None:
+        from .ir import interpret
+
+        for o, r in zip(outs, interpret(self.graph, ins)):
+            o.copy_(r)
+
+
+def has_interpreter() -> bool:
+    try:
+        from . import _core  # type: ignore
+
+        return hasattr(_core, "Graph") and hasattr(_core, "interpret_with")
+    except ImportError:
+        return False
+
+
+def plan_interpreter(lg: LoweredGraph, steps: List[Step]) -> None:
+    """Give every kernel step of a stand-in partition the interpreter as its runner."""
+    from . import _core as core  # type: ignore
+
+    for st in steps:
+        if st.kind == "kernel":
+            g = group_graph(lg, st, core, st.name)
+            st.info["ir"] = str(g)
+            st.run = InterpreterGroup(g)
