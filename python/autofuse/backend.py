@@ -13,6 +13,7 @@ When the C++ fusion/kernel bindings are not available the groups run through the
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
@@ -246,4 +247,17 @@ def _register() -> None:
         warnings.warn(f"autofuse: could not register the Dynamo backend: {e}")
 
 
+def _release_at_exit() -> None:
+    """Drop compiled graphs before interpreter teardown, so C++ objects are freed while the extension is alive."""
+    RECORDS.clear()
+    try:
+        torch._dynamo.reset()
+        from . import native
+
+        native._KERNELS.clear()
+    except Exception:  # noqa: BLE001 - best effort at exit
+        pass
+
+
 _register()
+atexit.register(_release_at_exit)

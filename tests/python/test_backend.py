@@ -45,7 +45,7 @@ def test_pointwise_chain_is_one_kernel():
     torch.manual_seed(SEED)
     x, y = torch.randn(33, 65), torch.randn(65)
     recs, launched = run_compiled(lambda x, y: torch.sigmoid(x * y + 1.5).tanh() - y.exp(), x, y)
-    assert recs and all(r.mode in ("kernels", "reference") for r in recs)
+    assert recs and all(r.mode in ("kernels", "reference", "interpreter") for r in recs)
     assert launched >= 1
     assert recs[0].lowered.fallbacks == []
     if recs[0].mode == "kernels":
