@@ -7,3 +7,9 @@ The C++ core is the extension module ``autofuse._core``; this package re-exports
 from autofuse._core import DType, op_names  # noqa: F401
 
 __all__ = ["DType", "op_names"]
+
+# The torch.compile backend (registers "autofuse" with Dynamo) and explain(); owned by "torch".
+from autofuse import backend as _backend  # noqa: E402,F401
+from autofuse.explain import explain  # noqa: E402,F401
+
+__all__ += ["explain"]
