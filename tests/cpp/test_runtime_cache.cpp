@@ -107,6 +107,25 @@ TEST_F(RuntimeCache, KeyDependsOnFlagsAndIsa) {
   EXPECT_EQ(module_cache_key(src), base);
 }
 
+TEST_F(RuntimeCache, HelperHeadersAreCopiedAndKeyed) {
+  std::string inc = dir_ + "/headers";
+  ASSERT_EQ(::mkdir(inc.c_str(), 0700), 0);
+  write_file(inc + "/af_test_helper.h", "#define AF_TEST_CONSTANT 7\n");
+  ::setenv("AUTOFUSE_KERNEL_INCLUDE_DIR", inc.c_str(), 1);
+  std::string src = "#include \"af_test_helper.h\"\nextern \"C\" int af_test_value(int x) { return x + AF_TEST_CONSTANT; }\n";
+  CompileResult a = compile_module(src, "hdr");
+  EXPECT_EQ(call_value(a, 0), 7);
+  // The header was copied into the cache, so kernels compile after the source tree is gone.
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/v1/include"));
+  // A changed header is a new key: the kernel is rebuilt against it.
+  write_file(inc + "/af_test_helper.h", "#define AF_TEST_CONSTANT 8\n");
+  CompileResult b = compile_module(src, "hdr");
+  ::unsetenv("AUTOFUSE_KERNEL_INCLUDE_DIR");
+  EXPECT_FALSE(b.cache_hit);
+  EXPECT_EQ(call_value(b, 0), 8);
+  EXPECT_EQ(cache_stats().compiles, 2);
+}
+
 TEST_F(RuntimeCache, CorruptEntryIsRebuilt) {
   std::string src = adder_source(21);
   std::string entry;

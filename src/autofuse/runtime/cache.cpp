@@ -92,8 +92,10 @@ HeaderSet load_headers() {
   return set;
 }
 
-/// Copies the helper headers into v1/include/<hash>/ (once; atomic rename) and returns that directory.
+/// Copies the helper headers into v1/include/<hash>/ (once; atomic rename) and returns that directory; "" if there
+/// are none.
 std::string install_headers(const HeaderSet& set) {
+  if (set.files.empty()) return "";
   std::string root = cache_subdir(std::string(kLayout) + "/include");
   std::string target = root + "/" + set.hash.substr(0, 24);
   struct stat st;
@@ -146,7 +148,9 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
   std::string src = tmp + "/" + hint + ".cpp";
   write_file(src, source);
   try {
-    run_compiler(src, tmp + "/kernel.so", {include_dir});
+    std::vector<std::string> includes;
+    if (!include_dir.empty()) includes.push_back(include_dir);
+    run_compiler(src, tmp + "/kernel.so", includes);
   } catch (const CompileError& e) {
     std::string kept = cache_subdir(std::string(kLayout) + "/failed") + "/" + hint + "-" + key.substr(0, 16) + ".cpp";
     if (::rename(src.c_str(), kept.c_str()) != 0) kept = src;

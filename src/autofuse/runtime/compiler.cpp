@@ -1,5 +1,7 @@
 #include "autofuse/runtime/compiler.h"
 
+#include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -147,15 +149,34 @@ void run_compiler(const std::string& source_path, const std::string& output_path
 std::string kernel_header_source_dir() {
   const char* env = std::getenv("AUTOFUSE_KERNEL_INCLUDE_DIR");
   if (env != nullptr && *env != '\0') return env;
+  std::vector<std::string> candidates;
 #ifdef AUTOFUSE_SOURCE_DIR
-  return std::string(AUTOFUSE_SOURCE_DIR) + "/src/autofuse/codegen/cpu";
-#else
+  candidates.push_back(std::string(AUTOFUSE_SOURCE_DIR) + "/src/autofuse");
+#endif
   // This file is src/autofuse/runtime/compiler.cpp; CMake passes it by absolute path, so __FILE__ locates the tree.
   std::string self = __FILE__;
-  auto pos = self.rfind("/runtime/compiler.cpp");
-  if (pos == std::string::npos) return "";
-  return self.substr(0, pos) + "/codegen/cpu";
-#endif
+  if (auto pos = self.rfind("/runtime/compiler.cpp"); pos != std::string::npos) candidates.push_back(self.substr(0, pos));
+  // An installed Python package ships the headers in autofuse/include/kernel_support, next to the extension.
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&kernel_header_source_dir), &info) != 0 && info.dli_fname != nullptr) {
+    std::string lib = info.dli_fname;
+    candidates.push_back(lib.substr(0, lib.rfind('/') + 1) + "include");
+  }
+  for (auto& root : candidates) {
+    for (const char* sub : {"/codegen/cpu", "/runtime/kernel_support", "/kernel_support"}) {
+      std::string dir = root + sub;
+      if (DIR* d = ::opendir(dir.c_str())) {
+        bool has_header = false;
+        while (dirent* e = ::readdir(d)) {
+          std::string n = e->d_name;
+          if (n.rfind("af_", 0) == 0 && n.size() > 5 && n.compare(n.size() - 2, 2, ".h") == 0) has_header = true;
+        }
+        ::closedir(d);
+        if (has_header) return dir;
+      }
+    }
+  }
+  return "";
 }
 
 }  // namespace autofuse

@@ -41,9 +41,10 @@ const CompilerInfo& compiler_info();
 void run_compiler(const std::string& source_path, const std::string& output_path,
                   const std::vector<std::string>& include_dirs);
 
-/// The directory holding the kernel helper headers (af_*.h) that generated kernels include: the environment
-/// variable AUTOFUSE_KERNEL_INCLUDE_DIR, else src/autofuse/codegen/cpu of the source tree this library was built
-/// from. The directory may not exist (then kernels are compiled without helper headers).
+/// The directory holding the kernel helper headers (af_*.h) that generated kernels may include: the environment
+/// variable AUTOFUSE_KERNEL_INCLUDE_DIR, else the first of codegen/cpu, runtime/kernel_support (in the source tree
+/// this library was built from) and include/kernel_support next to the loaded library (an installed package) that
+/// holds an af_*.h file. "" if none does (kernels then compile with no helper include directory).
 std::string kernel_header_source_dir();
 
 /// Runs argv (argv[0] looked up in PATH) and waits; returns the exit status (128+signal if killed, 127 if it could
