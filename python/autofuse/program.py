@@ -29,6 +29,15 @@ from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 
 
+#: Kernel launches made by generated programs (one list slot: a cheap in-place counter tests read).
+LAUNCHES = [0]
+
+
+def kernel_launches() -> int:
+    """How many kernel steps generated programs have run in this process."""
+    return LAUNCHES[0]
+
+
 @dataclass
 class Step:
     """One unit of work in the generated program. ``run`` is ``fn(inputs, outputs)`` for kernels; for host steps
@@ -80,7 +89,7 @@ class _Emitter:
     def __init__(self, lg: LoweredGraph) -> None:
         self.lg = lg
         self.lines: List[str] = []
-        self.globals: Dict[str, Any] = {"empty": torch.empty}
+        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -130,6 +139,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         L.append(f"    _bind = {{{items}}}")
     for i, v in lg.arg_nodes.items():
         L.append(f"    v{v} = args[{i}]")
+    for v, t in lg.const_inputs.items():
+        L.append(f"    v{v} = {e.const(t, 'T')}")
     for k, st in enumerate(steps):
         ins = ", ".join(f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
@@ -140,6 +151,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
             L.append(f"    {fn}([{ins}], [{outs}]{extra})  # {st.name}")
+            L.append("    LAUNCHES[0] += 1")
         elif st.kind == "host":
             fn = e.const(st.run, "H")
             outs = "".join(f"v{o}, " for o in st.outputs)
