@@ -133,3 +133,25 @@ TEST(Verifier, ParserPointsAtTheNode) {
 
 }  // namespace
 }  // namespace autofuse
+
+namespace autofuse {
+namespace {
+
+TEST(Graph, FindUsesNamesEvenAfterRenames) {
+  Graph g = two_node_graph();
+  EXPECT_EQ(g.find("y"), 1);
+  EXPECT_EQ(g.find("x"), 0);
+  EXPECT_FALSE(g.find("z").has_value());
+  ValueId n = g.add(OpKind::Neg, {1});  // a fresh numeric name that is not taken
+  EXPECT_EQ(g.node(n).name, "2");
+  EXPECT_EQ(g.find("2"), n);
+  g.mutable_node(1).name = "renamed";
+  EXPECT_EQ(g.find("renamed"), 1);
+  EXPECT_FALSE(g.find("y").has_value());
+  EXPECT_THROW(g.add(OpKind::Abs, {0}, {}, "renamed"), IRError);
+  Graph copy = g;
+  EXPECT_EQ(copy.find("renamed"), 1);
+}
+
+}  // namespace
+}  // namespace autofuse
