@@ -1,0 +1,167 @@
+// The `autofuse` command-line tool: the subcommand table and the dispatcher.
+//
+//   autofuse <subcommand> [args...]      autofuse help      autofuse <subcommand> --help
+//
+// To add a subcommand: declare `cmd_X` in commands.h, add a row below, and define it in tools/cmd_X.cpp.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "commands.h"
+
+namespace autofuse::cli {
+namespace {
+
+/// One row of the subcommand table.
+struct Command {
+  const char* name;
+  CommandFn fn;  ///< null when the defining file is not part of this build (weak symbol)
+  const char* usage;
+  const char* summary;
+};
+
+/// The subcommand table, in the order `autofuse help` lists it.
+const Command kCommands[] = {
+    {"print", cmd_print, "print FILE", "parse IR text, verify it, and print it back in canonical form"},
+    {"check", cmd_check, "check FILE", "parse and verify IR text; the diagnostic and exit status 1 on error"},
+    {"interp", cmd_interp, "interp FILE [--seed K] [--shape SYM=N ...]",
+     "run the reference interpreter on seeded random inputs; print a summary of each output"},
+    {"fuse", cmd_fuse, "fuse FILE [options]", "partition a graph into fusion groups and print the fusion report"},
+    {"codegen", cmd_codegen, "codegen FILE [options]", "print the generated kernel source of a graph"},
+    {"run", cmd_run, "run FILE [options]", "compile and run a graph, checking it against the interpreter"},
+};
+
+void print_help(std::FILE* out) {
+  std::fprintf(out, "usage: autofuse <subcommand> [args...]\n\nsubcommands:\n");
+  for (const Command& c : kCommands) {
+    std::fprintf(out, "  %-44s %s%s\n", c.usage, c.summary, c.fn ? "" : " (not built)");
+  }
+  std::fprintf(out, "\nIR text files use the syntax of src/autofuse/ir/printer.h; FILE '-' reads stdin.\n");
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot read: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<std::string> ParsedArgs::get(const std::string& name) const {
+  std::optional<std::string> v;
+  for (const auto& [k, val] : options) {
+    if (k == name) v = val;
+  }
+  return v;
+}
+
+std::vector<std::string> ParsedArgs::get_all(const std::string& name) const {
+  std::vector<std::string> v;
+  for (const auto& [k, val] : options) {
+    if (k == name) v.push_back(val);
+  }
+  return v;
+}
+
+bool ParsedArgs::has(const std::string& name) const { return get(name).has_value(); }
+
+ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_options,
+                      const std::vector<std::string>& known_flags) {
+  auto is_in = [](const std::vector<std::string>& v, const std::string& s) {
+    for (const auto& x : v) {
+      if (x == s) return true;
+    }
+    return false;
+  };
+  ParsedArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
+      out.positional.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (is_in(known_flags, name)) {
+      if (has_value) throw std::invalid_argument("option --" + name + " takes no value");
+      out.options.emplace_back(name, "");
+    } else if (is_in(known_options, name)) {
+      if (!has_value) {
+        if (i + 1 >= args.size()) throw std::invalid_argument("option --" + name + " needs a value");
+        value = args[++i];
+      }
+      out.options.emplace_back(name, value);
+    } else {
+      throw std::invalid_argument("unknown option --" + name);
+    }
+  }
+  return out;
+}
+
+int64_t parse_int(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size()) {
+    throw std::invalid_argument(what + ": expected an integer, got '" + text + "'");
+  }
+  return v;
+}
+
+}  // namespace autofuse::cli
+
+int main(int argc, char** argv) {
+  using namespace autofuse::cli;
+  if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0 ||
+      std::strcmp(argv[1], "-h") == 0) {
+    print_help(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string name = argv[1];
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    Args args(argv + 2, argv + argc);
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+      std::printf("usage: autofuse %s\n  %s\n", c.usage, c.summary);
+      return 0;
+    }
+    if (!c.fn) {
+      std::fprintf(stderr, "autofuse: subcommand '%s' is not part of this build (tools/cmd_%s.cpp is missing)\n",
+                   c.name, c.name);
+      return 2;
+    }
+    try {
+      return c.fn(args);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "autofuse %s: %s\nusage: autofuse %s\n", c.name, e.what(), c.usage);
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "autofuse %s: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "autofuse: unknown subcommand '%s'\n\n", name.c_str());
+  print_help(stderr);
+  return 2;
+}
