@@ -201,14 +201,22 @@ class Partitioner {
     return r;
   }
 
-  /// Successor groups of a group in the group graph.
+  /// Successor groups of a group in the group graph: the groups reading a value it writes. An inline value is
+  /// recomputed by its kernel readers, so it only makes edges from its home group to extern / host readers.
   std::set<int> successors(int gid) const {
+    const PartGroup& gr = groups_[gid];
     std::set<int> s;
-    for (ValueId v : groups_[gid].members)
-      for (ValueId u : users_[v])
-        if (live_[u])
-          for (int h : containing_[u])
-            if (h != gid && alive_[h]) s.insert(h);
+    for (ValueId v : gr.members) {
+      bool home = std::binary_search(gr.primary.begin(), gr.primary.end(), v);
+      if (is_inline_[v] && !home) continue;
+      for (ValueId u : users_[v]) {
+        if (!live_[u]) continue;
+        OpCategory c = g_.node(u).info().category;
+        if (is_inline_[v] && c != OpCategory::Extern && c != OpCategory::Layout) continue;
+        for (int h : containing_[u])
+          if (h != gid && alive_[h]) s.insert(h);
+      }
+    }
     return s;
   }
 
