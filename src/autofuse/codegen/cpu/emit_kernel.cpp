@@ -166,6 +166,13 @@ class Emitter {
     }
   }
 
+  /// Type of the main (row-level) accumulator: float sums fold their f32 block partials into f64, so a long row's
+  /// error stays at the block level (blk * AF_W elements) instead of growing with the row.
+  std::string main_type(const Node& nd) const {
+    const std::string at = acc_type(nd);
+    return is_cascade(nd.op, g_.node(nd.inputs[0]).dtype) && at == "float" ? "double" : at;
+  }
+
   std::string acc_init(const Node& nd) const {
     const std::string at = acc_type(nd);
     const bool bl = g_.node(nd.inputs[0]).dtype == DType::Bool;
@@ -185,9 +192,9 @@ class Emitter {
     bool cascade = false;
     for (auto& [id, mean_pass] : accs) {
       const Node& nd = g_.node(id);
-      const std::string at = acc_type(nd);
+      const std::string mt = main_type(nd);
       const std::string nm = (mean_pass ? "am" : "a") + s(static_cast<int64_t>(id));
-      line("vec<" + at + "> " + nm + " = " + acc_init(nd) + ";");
+      line("vec<" + mt + "> " + nm + " = " + (mt == acc_type(nd) ? acc_init(nd) : "vec<" + mt + ">{}") + ";");
       if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
       cascade = cascade || is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
     }
@@ -252,7 +259,8 @@ class Emitter {
         for (auto& [id, mp] : accs)
           if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
             std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
-            line(nm + " = " + nm + " + b" + nm + ";");
+            const std::string mt = main_type(g_.node(id));
+            line(nm + " = " + nm + " + " + (mt == acc_type(g_.node(id)) ? "b" + nm : "__builtin_convertvector(b" + nm + ", vec<" + mt + ">)") + ";");
           }
         close();
       }
@@ -321,7 +329,7 @@ class Emitter {
   void finalize(int p, const std::vector<std::pair<ValueId, bool>>& accs) {
     for (auto& [id, mp] : accs) {
       const Node& nd = g_.node(id);
-      const std::string at = acc_type(nd), sid = s(static_cast<int64_t>(id));
+      const std::string at = main_type(nd), sid = s(static_cast<int64_t>(id));
       const std::string nm = (mp ? "am" : "a") + sid;
       std::string h;
       switch (nd.op) {
@@ -343,7 +351,10 @@ class Emitter {
       const std::string rt = is_arg ? "int64_t" : at;
       std::string e = inner_ ? "af_splat<" + rt + ">(" + h + ")" : (is_arg ? "ai" + sid : nm);
       if (mp) {
-        line("const vec<" + at + "> mu" + sid + " = " + e + " / af_splat<" + at + ">((" + at + ")rn);");
+        const std::string ct = acc_type(nd);
+        std::string mu = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
+        if (ct != at) mu = "__builtin_convertvector(" + mu + ", vec<" + ct + ">)";
+        line("const vec<" + ct + "> mu" + sid + " = " + mu + ";");
         continue;
       }
       if (nd.op == OpKind::Mean) e = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
