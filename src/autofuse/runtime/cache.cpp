@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -194,9 +195,11 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
     ++g_compiles;
     make_private_dirs(entry.substr(0, entry.rfind('/')));
     if (::rename(tmp.c_str(), entry.c_str()) != 0) {
-      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
+      int err = errno;
       remove_tree(tmp);
-      continue;
+      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
+      if (err == ENOTEMPTY || err == EEXIST) continue;
+      throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err));
     }
     *hit = false;
     return Module::load(entry + "/kernel.so");
