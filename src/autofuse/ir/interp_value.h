@@ -67,7 +67,7 @@ struct NodeContext {
   [[noreturn]] void fail(const std::string& what) const;
 };
 
-/// Evaluate a source, elementwise (incl. where, clamp, cast) or broadcast_to node.
+/// Evaluate a source (constant, full, iota) or elementwise node (incl. where, clamp, cast).
 Value eval_elementwise(const NodeContext& c, const std::vector<const Value*>& in);
 /// Evaluate a layout node: reshape, permute, slice, concat, broadcast_to.
 Value eval_layout(const NodeContext& c, const std::vector<const Value*>& in);
