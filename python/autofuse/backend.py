@@ -124,16 +124,37 @@ def _reference_runners(lg: LoweredGraph, steps: List[Step]) -> None:
             s.needs_bindings = True
 
 
+def has_fusion() -> bool:
+    """Whether the C++ IR builder and fusion pass are available through the bindings."""
+    core = _load_core()
+    return core is not None and hasattr(core, "Graph") and hasattr(core, "fuse")
+
+
 def plan(lg: LoweredGraph, record: GraphRecord) -> List[Step]:
-    """Partition ``lg`` into steps and give every kernel step a runner."""
-    if has_native_kernels():
+    """Partition ``lg`` into steps and give every kernel step a runner.
+
+    Native: fusion groups from ``_core.fuse``, kernels from ``_core.Kernel``. Without the kernel compiler the fusion
+    groups run on a stand-in (mode "fused-reference"); without fusion, maximal runs of IR nodes between ATen calls do
+    (mode "reference"). AUTOFUSE_STANDIN=interp makes the stand-in the C++ interpreter instead of eager torch.
+    """
+    interp = os.environ.get("AUTOFUSE_STANDIN") == "interp"
+    if has_fusion():
         from .native import plan_native
 
         steps = plan_native(lg, record, strict())
+        if not has_native_kernels():
+            record.mode = "fused-reference"
+            if interp:
+                from .native import InterpreterGroup
+
+                for st in steps:
+                    if st.kind == "kernel":
+                        st.run = InterpreterGroup(st.info["subgraph"])
+                record.mode = "fused-interpreter"
     else:
         record.mode = "reference"
         steps = simple_partition(lg)
-        if os.environ.get("AUTOFUSE_STANDIN") == "interp":
+        if interp:
             from .native import has_interpreter, plan_interpreter
 
             if has_interpreter():

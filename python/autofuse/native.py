@@ -98,6 +98,10 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
         if kind == "kernel":
             sub = _get(grp, "subgraph")
             st.info["ir"] = str(sub)
+            st.info["subgraph"] = sub
+            if not hasattr(core, "Kernel"):
+                steps.append(st)
+                continue
             try:
                 k = compile_kernel(core, sub)
                 st.kernel = k
