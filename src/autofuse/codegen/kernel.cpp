@@ -6,6 +6,7 @@
 #include "autofuse/codegen/cpu/emit.h"
 #include "autofuse/codegen/cpu/jit.h"
 #include "autofuse/schedule/schedule.h"
+#include "autofuse/tiling/launch.h"
 
 namespace autofuse {
 
@@ -31,6 +32,7 @@ Kernel::Kernel(const Graph& g, LoopNest nest) : graph_(g), nest_(std::move(nest)
   name_ = g.name();
   func_ = "af_" + sanitize(g.name());
   lanes_ = jit_lanes();
+  tiling_ = TilingFunction(graph_, nest_, lanes_);
 }
 
 std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
@@ -160,17 +162,10 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   for (size_t k = 0; k < nops; ++k)
     if (d.varies[k][static_cast<size_t>(v)])
       unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
-  Schedule s = choose_schedule(nest_, d.sizes, lanes_);
-  if (s.rows <= 0) return;
+  const TilingDecision dec = tiling_.decide(d.sizes);
+  if (dec.pick().schedule.rows <= 0) return;
   auto var = variant(unit);
-  std::vector<int64_t> flat(nops * static_cast<size_t>(r));
-  for (size_t k = 0; k < nops; ++k)
-    for (int a = 0; a < r; ++a) flat[k * static_cast<size_t>(r) + static_cast<size_t>(a)] = d.strides[k][static_cast<size_t>(a)];
-  KernelFn fn = var->fn;
-  const int64_t* sz = d.sizes.data();
-  const int64_t* stp = flat.data();
-  void* const* dp = data.data();
-  jit_parallel_for(s.rows, s.grain, [&](int64_t b0, int64_t b1) { fn(sz, stp, dp, b0, b1, s.vblock, s.blk); });
+  launch_tiled(graph_, nest_, var->fn, d, data, dec.pick());
 }
 
 }  // namespace autofuse
