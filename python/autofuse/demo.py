@@ -254,8 +254,13 @@ def main(argv: List[str] | None = None) -> int:
     logging.getLogger("torch").setLevel(logging.ERROR)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     t0 = time.perf_counter()
-    print(f"Autofuse demo: torch {torch.__version__}, {torch.get_num_threads()} threads; native kernels: "
-          f"{'yes' if backend.has_native_kernels() else 'NO (C++ fusion/codegen bindings missing: eager reference path)'}")
+    if backend.has_native_kernels():
+        path = "native kernels (C++ fusion + codegen)"
+    elif backend.has_fusion():
+        path = "C++ fusion groups run by the eager stand-in (kernel compiler bindings missing)"
+    else:
+        path = "eager stand-in groups (C++ fusion and kernel bindings missing)"
+    print(f"Autofuse demo: torch {torch.__version__}, {torch.get_num_threads()} threads; path: {path}")
     specs = _models(args.layers)
     results = [run_model(m, specs[m], args) for m in args.models.split(",")]
     if args.sweep:
