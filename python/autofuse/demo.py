@@ -264,7 +264,7 @@ def main(argv: List[str] | None = None) -> int:
     specs = _models(args.layers)
     results = [run_model(m, specs[m], args) for m in args.models.split(",")]
     if args.sweep:
-        sweep(specs["gpt2"], args)
+        sweep(specs["llama"], args)
     measure_overhead()
     ok = all(r["ok"] for r in results)
     print(f"\ndemo {'PASSED' if ok else 'FAILED'} in {time.perf_counter() - t0:.0f} s")
