@@ -25,8 +25,8 @@ using kernel_testing::Layout;
 const char* kGraphs[] = {
     "graph rsum(%x: f32[s0, s1]) {\n  %y = sum(%x) {axes=[1], keepdim=true}\n  return %y\n}\n",
     "graph rsum_bf16(%x: bf16[s0, s1]) {\n  %y = sum(%x) {axes=[1], keepdim=true}\n  return %y\n}\n",
-    "graph osum(%x: f32[s0, s1]) {\n  %y = sum(%x) {axes=[0]}\n  return %y\n}\n",
-    "graph rmean_max(%x: f32[s0, s1, s2]) {\n  %m = mean(%x) {axes=[1, 2]}\n  %a = amax(%x) {axes=[1, 2]}\n"
+    "graph osum(%x: f32[s0, s1]) {\n  %y = sum(%x) {axes=[0], keepdim=false}\n  return %y\n}\n",
+    "graph rmean_max(%x: f32[s0, s1, s2]) {\n  %m = mean(%x) {axes=[1, 2], keepdim=false}\n  %a = amax(%x) {axes=[1, 2], keepdim=false}\n"
     "  return %m, %a\n}\n",
     "graph omin(%x: f32[s0, s1, s2]) {\n  %e = exp(%x)\n  %a = amin(%e) {axes=[0, 1], keepdim=true}\n  return %a\n}\n",
     "graph softmax(%x: f32[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
@@ -113,7 +113,16 @@ TEST(Tiling, DecisionsSatisfyConstraints) {
           EXPECT_GE(c.splits, 2);
           EXPECT_LE(c.splits, threads);
           EXPECT_LE(c.splits, sizes[static_cast<size_t>(c.split_axis)]);
-          EXPECT_EQ(c.schedule.rows, base.rows);  // slicing a reduce axis leaves the rows alone
+          // The slice schedule is the default one of the first (longest) slice.
+          std::vector<int64_t> slice = sizes;
+          const int64_t ext = sizes[static_cast<size_t>(c.split_axis)];
+          slice[static_cast<size_t>(c.split_axis)] = (ext + c.splits - 1) / c.splits;
+          const Schedule ss = choose_schedule(n, slice, k->lanes());
+          EXPECT_EQ(c.schedule.rows, ss.rows);
+          EXPECT_EQ(c.schedule.vblock, ss.vblock);
+          if (n.inner_reduction) {
+            EXPECT_EQ(c.schedule.rows, base.rows);  // one row per kept index either way
+          }
         }
       }
     }
@@ -197,7 +206,7 @@ TEST(Tiling, SplitChosenForFewLongRowsAndNotForManyRows) {
 TEST(Tiling, StaticShapesAreFolded) {
   Restore restore;
   auto k = Kernel::compile(parse_graph(
-      "graph s(%x: f32[64, 1000]) {\n  %y = sum(%x) {axes=[1]}\n  return %y\n}\n"));
+      "graph s(%x: f32[64, 1000]) {\n  %y = sum(%x) {axes=[1], keepdim=false}\n  return %y\n}\n"));
   TilingDecision d = k->tiling().decide({64, 1000});
   EXPECT_TRUE(d.folded) << d.describe();
   set_num_threads(get_num_threads() + 1);
@@ -207,6 +216,7 @@ TEST(Tiling, StaticShapesAreFolded) {
 TEST(Tiling, CostModelBasics) {
   CostParams p;
   p.threads = 4;
+  p.dram_threads = 4;  // DRAM bandwidth measured over 4 threads: one thread alone gets a quarter of it
   WorkShape w;
   w.rows = 1000;
   w.row_elems = 1000;
