@@ -9,3 +9,9 @@ from autofuse.ir import (DType, Graph, IRError, Node, ParseError, VerifyError, i
 
 __all__ = ["DType", "Graph", "Node", "IRError", "ParseError", "VerifyError", "parse", "verify", "interpret",
            "op_names", "op_schema", "torch_dtype", "numpy_dtype"]
+
+# The torch.compile backend (registers "autofuse" with Dynamo) and explain(); owned by "torch".
+from autofuse import backend as _backend  # noqa: E402,F401
+from autofuse.explain import explain  # noqa: E402,F401
+
+__all__ += ["explain"]

@@ -194,7 +194,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
     if (!attr_matches(spec.kind, it->second))
       fail(op, "attribute '" + spec.name + "' must be of kind " + attr_kind_name(spec.kind));
   }
-  for (const auto& [name, v] : attrs) {
+  for (const auto& kv : attrs) {
+    const std::string& name = kv.first;  // a plain reference: clang 14 cannot capture structured bindings
     bool known = std::any_of(op.attrs.begin(), op.attrs.end(), [&](const AttrSpec& s) { return s.name == name; });
     if (!known) fail(op, "unknown attribute '" + name + "'");
   }
@@ -228,10 +229,13 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
         fail(op, "expects integer or bool inputs, got " + std::string(dtype_name(dt)));
       if (op.dtype_rule == DTypeRule::SameInteger && !is_integer(dt))
         fail(op, "expects integer inputs, got " + std::string(dtype_name(dt)));
-      if (op.dtype_rule == DTypeRule::ToBool) dt = DType::Bool;
+      // torch.any / torch.all keep uint8 (NumPy compatibility quirk of eager); everything else gives bool.
+      if (op.dtype_rule == DTypeRule::ToBool)
+        dt = (k == OpKind::Any || k == OpKind::All) && dt == DType::UInt8 ? DType::UInt8 : DType::Bool;
       if (op.dtype_rule == DTypeRule::ReduceAccum && !is_float(dt)) dt = DType::Int64;
       break;
     case DTypeRule::ToInt64:
+      if (in[0].dtype == DType::Bool) fail(op, "does not accept bool inputs (as eager's argmax/argmin)");
       dt = DType::Int64;
       break;
     case DTypeRule::Where:

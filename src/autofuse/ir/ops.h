@@ -33,8 +33,8 @@ enum class DTypeRule : uint8_t {
   SameFloat,     ///< like SameAny, floating point only
   SameIntegral,  ///< integers or bool
   SameInteger,   ///< integers only
-  ToBool,        ///< inputs one dtype (any), output bool
-  ToInt64,       ///< inputs any dtype, output i64 (argmax, argmin)
+  ToBool,        ///< inputs one dtype (any), output bool (any/all on u8 give u8, as eager)
+  ToInt64,       ///< inputs any dtype but bool, output i64 (argmax, argmin)
   ReduceAccum,   ///< float: same; integer or bool: i64 (torch.sum / torch.prod)
   Where,         ///< where(bool, T, T) -> T
 };

@@ -37,10 +37,23 @@ std::string print_attr(const AttrValue& v) {
       return x.is_const() || x.kind() == Expr::Kind::Sym ? x.str() : "(" + x.str() + ")";
     }
     std::string operator()(const std::string& x) const {
+      // Escapes the parser reads back: \\ \" \n \t \r, and \xHH for every other byte outside printable ASCII.
+      static const char* kHex = "0123456789abcdef";
       std::string s = "\"";
       for (char c : x) {
-        if (c == '"' || c == '\\') s += '\\';
-        s += c;
+        auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\')
+          s += std::string("\\") + c;
+        else if (c == '\n')
+          s += "\\n";
+        else if (c == '\t')
+          s += "\\t";
+        else if (c == '\r')
+          s += "\\r";
+        else if (u < 0x20 || u >= 0x7f)
+          s += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+        else
+          s += c;
       }
       return s + "\"";
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <functional>
 #include <stdexcept>
 
@@ -15,13 +16,29 @@ struct ExprNode {
   size_t hash = 0;
 };
 
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw std::overflow_error("size arithmetic overflows int64: " + std::to_string(a) + " + " + std::to_string(b));
+  return r;
+}
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw std::overflow_error("size arithmetic overflows int64: " + std::to_string(a) + " * " + std::to_string(b));
+  return r;
+}
+
 int64_t floordiv_i64(int64_t a, int64_t b) {
+  if (b == -1) return checked_mul(a, -1);  // INT64_MIN / -1 is the one quotient that does not fit
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
 int64_t mod_i64(int64_t a, int64_t b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 is undefined in C++; mathematically 0
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
@@ -117,6 +134,9 @@ namespace {
 
 bool less(const Expr& a, const Expr& b) { return Expr::compare(a, b) < 0; }
 
+// Largest number of terms a product of sums is expanded into (see make_mul).
+constexpr size_t kMaxExpandedTerms = 256;
+
 // Split a product term into (coefficient, non-constant part). The non-constant part of a constant is 1.
 std::pair<int64_t, Expr> split_coeff(const Expr& e) {
   if (auto c = e.as_const()) return {*c, Expr(1)};
@@ -131,7 +151,7 @@ std::pair<int64_t, Expr> split_coeff(const Expr& e) {
 
 Expr scale(int64_t c, const Expr& base) {
   if (c == 0) return Expr(0);
-  if (base.is_const()) return Expr(c * base.value());
+  if (base.is_const()) return Expr(checked_mul(c, base.value()));
   if (c == 1) return base;
   std::vector<Expr> args{Expr(c)};
   if (base.kind() == Expr::Kind::Mul)
@@ -155,13 +175,13 @@ Expr make_add(const std::vector<Expr>& in) {
   for (const auto& e : flat) {
     auto [c, base] = split_coeff(e);
     if (base.is_const()) {
-      constant += c * base.value();
+      constant = checked_add(constant, checked_mul(c, base.value()));
       continue;
     }
     bool found = false;
     for (auto& t : terms)
       if (t.first == base) {
-        t.second += c;
+        t.second = checked_add(t.second, c);
         found = true;
         break;
       }
@@ -193,14 +213,19 @@ Expr make_mul(const std::vector<Expr>& in) {
   std::vector<Expr> rest;
   for (const auto& e : flat) {
     if (e.is_const())
-      c *= e.value();
+      c = checked_mul(c, e.value());
     else
       rest.push_back(e);
   }
   if (c == 0) return Expr(0);
   if (rest.empty()) return Expr(c);
-  // Distribute over sums: (a + b) * x = a*x + b*x, keeping polynomials in sum-of-products form.
-  for (size_t i = 0; i < rest.size(); ++i) {
+  // Distribute over sums: (a + b) * x = a*x + b*x, keeping polynomials in sum-of-products form. A product whose
+  // expansion would exceed kMaxExpandedTerms terms stays factored (canonical only up to that size), so that
+  // (s0 + 1)*(s1 + 1)*... cannot blow up exponentially.
+  size_t expanded = 1;
+  for (const auto& e : rest)
+    if (e.kind() == Expr::Kind::Add) expanded = std::min<size_t>(expanded * e.args().size(), kMaxExpandedTerms + 1);
+  for (size_t i = 0; i < rest.size() && expanded <= kMaxExpandedTerms; ++i) {
     if (rest[i].kind() == Expr::Kind::Add) {
       std::vector<Expr> others(rest.begin(), rest.end());
       others.erase(others.begin() + static_cast<long>(i));
@@ -225,35 +250,51 @@ Expr make_mul(const std::vector<Expr>& in) {
 }  // namespace
 
 Expr operator+(const Expr& a, const Expr& b) {
-  if (a.is_const() && b.is_const()) return Expr(a.value() + b.value());
+  if (a.is_const() && b.is_const()) return Expr(checked_add(a.value(), b.value()));
   return make_add({a, b});
 }
 Expr operator-(const Expr& a) { return make_mul({Expr(-1), a}); }
 Expr operator-(const Expr& a, const Expr& b) {
-  if (a.is_const() && b.is_const()) return Expr(a.value() - b.value());
+  if (a.is_const() && b.is_const()) {
+    int64_t r;
+    if (__builtin_sub_overflow(a.value(), b.value(), &r))
+      throw std::overflow_error("size arithmetic overflows int64: " + a.str() + " - " + b.str());
+    return Expr(r);
+  }
   return make_add({a, -b});
 }
 Expr operator*(const Expr& a, const Expr& b) {
-  if (a.is_const() && b.is_const()) return Expr(a.value() * b.value());
+  if (a.is_const() && b.is_const()) return Expr(checked_mul(a.value(), b.value()));
   return make_mul({a, b});
 }
 
+namespace {
+// The terms of a sum (or the expression itself when it is not a sum).
+std::vector<Expr> sum_terms(const Expr& a) { return a.kind() == Expr::Kind::Add ? a.args() : std::vector<Expr>{a}; }
+}  // namespace
+
+// Canonical rules (c a nonzero constant): constants fold; floordiv(x, 1) = x; terms whose coefficient c divides are
+// pulled out, floordiv(c*x + r, c) = x + floordiv(r, c) (exact for every integer x); nested divisions by positive
+// constants merge, floordiv(floordiv(x, a), b) = floordiv(x, a*b).
 Expr floordiv(const Expr& a, const Expr& b) {
   if (auto cb = b.as_const()) {
     if (*cb == 0) throw std::domain_error("floordiv by zero in size expression " + a.str());
     if (auto ca = a.as_const()) return Expr(floordiv_i64(*ca, *cb));
     if (*cb == 1) return a;
-    // (c*x) // c = x when c divides every term's coefficient and the constant.
-    bool divisible = true;
-    std::vector<Expr> terms = a.kind() == Expr::Kind::Add ? a.args() : std::vector<Expr>{a};
-    for (const auto& t : terms) divisible = divisible && split_coeff(t).first % *cb == 0;
-    if (divisible) {
-      std::vector<Expr> q;
-      for (const auto& t : terms) {
-        auto [c, base] = split_coeff(t);
-        q.push_back(scale(c / *cb, base));
-      }
-      return make_add(q);
+    if (*cb > 0 && a.kind() == Expr::Kind::FloorDiv && a.args()[1].is_const() && a.args()[1].value() > 0)
+      return floordiv(a.args()[0], Expr(checked_mul(a.args()[1].value(), *cb)));
+    std::vector<Expr> whole, rest;
+    for (const auto& t : sum_terms(a)) {
+      auto [c, base] = split_coeff(t);
+      if (mod_i64(c, *cb) == 0)
+        whole.push_back(scale(floordiv_i64(c, *cb), base));
+      else
+        rest.push_back(t);
+    }
+    if (!whole.empty()) {
+      Expr r = make_add(rest);
+      whole.push_back(rest.empty() ? Expr(0) : floordiv(r, b));
+      return make_add(whole);
     }
   }
   if (auto ca = a.as_const(); ca && *ca == 0) return Expr(0);
@@ -261,15 +302,22 @@ Expr floordiv(const Expr& a, const Expr& b) {
   return ExprBuilder::raw(Expr::Kind::FloorDiv, {a, b});
 }
 
+// Canonical rules (c a nonzero constant): constants fold; every coefficient of the dividend is reduced modulo c
+// (adding multiples of c does not change the result), so mod(2*s0 + 5, 2) = mod(1, 2) = 1 and mod(3*s0, 2) =
+// mod(s0, 2); mod(x, x) = 0.
 Expr mod(const Expr& a, const Expr& b) {
   if (auto cb = b.as_const()) {
     if (*cb == 0) throw std::domain_error("mod by zero in size expression " + a.str());
     if (auto ca = a.as_const()) return Expr(mod_i64(*ca, *cb));
-    if (*cb == 1 || *cb == -1) return Expr(0);
-    bool divisible = true;
-    std::vector<Expr> terms = a.kind() == Expr::Kind::Add ? a.args() : std::vector<Expr>{a};
-    for (const auto& t : terms) divisible = divisible && split_coeff(t).first % *cb == 0;
-    if (divisible) return Expr(0);
+    std::vector<Expr> reduced;
+    bool changed = false;
+    for (const auto& t : sum_terms(a)) {
+      auto [c, base] = split_coeff(t);
+      int64_t r = mod_i64(c, *cb);
+      changed = changed || r != c;
+      if (r != 0) reduced.push_back(scale(r, base));
+    }
+    if (changed) return mod(make_add(reduced), b);
   }
   if (auto ca = a.as_const(); ca && *ca == 0) return Expr(0);
   if (a == b) return Expr(0);
@@ -301,12 +349,12 @@ int64_t Expr::eval(const Bindings& b) const {
     }
     case Kind::Add: {
       int64_t s = 0;
-      for (const auto& a : args()) s += a.eval(b);
+      for (const auto& a : args()) s = checked_add(s, a.eval(b));
       return s;
     }
     case Kind::Mul: {
       int64_t p = 1;
-      for (const auto& a : args()) p *= a.eval(b);
+      for (const auto& a : args()) p = checked_mul(p, a.eval(b));
       return p;
     }
     case Kind::FloorDiv:
@@ -378,7 +426,7 @@ std::string Expr::str() const {
         auto [c, base] = split_coeff(order[i]);
         if (i == 0) {
           s += order[i].str();
-        } else if (c < 0) {
+        } else if (c < 0 && c != INT64_MIN) {  // INT64_MIN has no positive counterpart: "+ -9223372036854775808"
           s += " - " + (base.is_const() ? std::to_string(-c) : scale(-c, base).str());
         } else {
           s += " + " + order[i].str();
@@ -438,20 +486,34 @@ bool provably_nonnegative(const Expr& e) {
   return false;
 }
 
+// The comparisons work on differences of canonical forms; a difference that overflows int64 answers Unknown.
 Tri sym_le(const Expr& a, const Expr& b) {
-  Expr d = b - a;
-  if (auto c = d.as_const()) return *c >= 0 ? Tri::True : Tri::False;
-  if (provably_nonnegative(d)) return Tri::True;
-  if (provably_nonnegative(a - b - Expr(1))) return Tri::False;
+  try {
+    Expr d = b - a;
+    if (auto c = d.as_const()) return *c >= 0 ? Tri::True : Tri::False;
+    if (provably_nonnegative(d)) return Tri::True;
+    if (provably_nonnegative(a - b - Expr(1))) return Tri::False;
+  } catch (const std::overflow_error&) {
+  }
   return Tri::Unknown;
 }
 
-Tri sym_lt(const Expr& a, const Expr& b) { return sym_le(a + Expr(1), b); }
+Tri sym_lt(const Expr& a, const Expr& b) {
+  try {
+    return sym_le(a + Expr(1), b);
+  } catch (const std::overflow_error&) {
+    return Tri::Unknown;
+  }
+}
 
 Tri sym_eq(const Expr& a, const Expr& b) {
   if (a == b) return Tri::True;
-  Expr d = a - b;
-  if (auto c = d.as_const()) return *c == 0 ? Tri::True : Tri::False;
+  try {
+    Expr d = a - b;
+    if (auto c = d.as_const()) return *c == 0 ? Tri::True : Tri::False;
+  } catch (const std::overflow_error&) {
+    return Tri::Unknown;
+  }
   if (sym_lt(a, b) == Tri::True || sym_lt(b, a) == Tri::True) return Tri::False;
   return Tri::Unknown;
 }

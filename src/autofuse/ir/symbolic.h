@@ -27,8 +27,8 @@ class Expr {
  public:
   enum class Kind : uint8_t { Const, Sym, Add, Mul, FloorDiv, Mod, Min, Max };
 
-  Expr();                  ///< the constant 0
-  Expr(int64_t value);     // NOLINT(google-explicit-constructor): constants convert implicitly
+  Expr();               ///< the constant 0
+  Expr(int64_t value);  // NOLINT(google-explicit-constructor): constants convert implicitly
   Expr(int value) : Expr(static_cast<int64_t>(value)) {}  // NOLINT
   /// A named symbol. The name must be an identifier ([A-Za-z_][A-Za-z0-9_]*); throws std::invalid_argument if not.
   static Expr sym(const std::string& name);
@@ -45,7 +45,7 @@ class Expr {
   const std::vector<Expr>& args() const;
 
   /// Value under the bindings. Throws std::out_of_range naming an unbound symbol, std::domain_error on a division
-  /// or modulo by zero.
+  /// or modulo by zero, std::overflow_error when a step does not fit in int64.
   int64_t eval(const Bindings& b) const;
   /// Replace symbols by expressions, re-canonicalizing.
   Expr substitute(const std::map<std::string, Expr>& m) const;
@@ -93,9 +93,14 @@ Tri sym_le(const Expr& a, const Expr& b);
 /// Provably e >= 0 (all symbols are sizes, >= 0).
 bool provably_nonnegative(const Expr& e);
 
-/// Python-style floor division and modulo on int64 (divisor nonzero).
+/// Python-style floor division and modulo on int64 (divisor nonzero). floordiv_i64(INT64_MIN, -1) throws
+/// std::overflow_error.
 int64_t floordiv_i64(int64_t a, int64_t b);
 int64_t mod_i64(int64_t a, int64_t b);
+/// a + b and a * b on int64; throw std::overflow_error instead of wrapping. Every constant fold in Expr uses them, so
+/// building or evaluating an expression whose value does not fit in int64 throws std::overflow_error.
+int64_t checked_add(int64_t a, int64_t b);
+int64_t checked_mul(int64_t a, int64_t b);
 
 /// A tensor shape: one size expression per axis.
 using Shape = std::vector<Expr>;

@@ -1,0 +1,213 @@
+"""The ``torch.compile`` backend: ``torch.compile(model, backend="autofuse")``.
+
+Pipeline per Dynamo graph: AOTAutograd (functional ATen, forward and backward, inference under no_grad) with the
+decomposition table of decompositions.py -> lowering to the Autofuse IR (lowering.py) -> fusion into groups
+(``autofuse._core.fuse``) -> one compiled kernel per Kernel group (``autofuse._core.Kernel``) -> a generated Python
+program running kernels and ATen calls in order (program.py).
+
+Failures never break the user's program: a graph that cannot be lowered runs as-is (eager ATen) and a kernel that
+fails to compile runs its ops eagerly, each with a warning; ``AUTOFUSE_STRICT=1`` raises instead (for tests).
+When the C++ fusion/kernel bindings are not available the groups run through the eager reference evaluator
+(``mode == "reference"`` in the records), which keeps the backend usable while parts of the core are missing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+import torch.fx
+
+from .lowering import LoweredGraph, UnsupportedGraph, lower, report_fallback
+from .program import HostGroup, ReferenceGroup, Step, build_program
+
+log = logging.getLogger("autofuse")
+
+
+def strict() -> bool:
+    """AUTOFUSE_STRICT=1: fallbacks of whole graphs and kernels raise instead of warning."""
+    return os.environ.get("AUTOFUSE_STRICT", "") not in ("", "0")
+
+
+@dataclass
+class GraphRecord:
+    """What the backend did with one FX graph; read by explain() and the debug dump."""
+
+    name: str
+    kind: str  # "forward" | "backward" | "inference"
+    gm: torch.fx.GraphModule
+    lowered: Optional[LoweredGraph] = None
+    steps: List[Step] = field(default_factory=list)
+    mode: str = "kernels"  # "kernels" | "reference" | "eager"
+    program_source: str = ""
+    reason: str = ""
+    compile_seconds: float = 0.0
+    fusion_report: str = ""
+
+    @property
+    def kernels(self) -> List[Step]:
+        return [s for s in self.steps if s.kind == "kernel"]
+
+
+#: Every graph compiled in this process, in order (explain() and tests look at the tail).
+RECORDS: List[GraphRecord] = []
+_counter = itertools.count()
+
+
+def _load_core():
+    try:
+        from . import _core  # type: ignore
+    except ImportError:
+        return None
+    return _core
+
+
+def has_native_kernels() -> bool:
+    """Whether the C++ fusion pass and kernel compiler are available through the bindings."""
+    core = _load_core()
+    return core is not None and all(hasattr(core, n) for n in ("Graph", "fuse", "Kernel"))
+
+
+# ---- planning: groups and their runners ------------------------------------------------------------------------------
+
+def simple_partition(lg: LoweredGraph) -> List[Step]:
+    """Stand-in partition: maximal runs of non-extern nodes (in graph order) form one group each."""
+    steps: List[Step] = []
+    users: Dict[int, List[int]] = {}
+    for i, n in enumerate(lg.nodes):
+        for j in n.inputs:
+            users.setdefault(j, []).append(i)
+    graph_outs = {v for k, v in lg.outputs if k == "node"}
+    run: List[int] = []
+
+    def close():
+        if not run:
+            return
+        inside = set(run)
+        ins: List[int] = []
+        for i in run:
+            for j in lg.nodes[i].inputs:
+                if j not in inside and j not in ins:
+                    ins.append(j)
+        outs = [i for i in run if i in graph_outs or any(u not in inside for u in users.get(i, []))]
+        steps.append(Step("kernel", list(run), ins, outs, name=f"group{len(steps)}"))
+        run.clear()
+
+    for i, n in enumerate(lg.nodes):
+        if n.op == "input":
+            continue
+        if n.op == "extern":
+            close()
+            steps.append(Step("extern", [i], list(n.inputs), [i], name=n.attrs["name"]))
+        else:
+            run.append(i)
+    close()
+    return [s for s in steps if s.kind != "kernel" or s.outputs]
+
+
+def _reference_runners(lg: LoweredGraph, steps: List[Step]) -> None:
+    for s in steps:
+        if s.kind == "kernel" and s.run is None:
+            s.run = ReferenceGroup(lg, s)
+            s.needs_bindings = True
+        elif s.kind == "host":
+            s.run = HostGroup(lg, s)
+            s.needs_bindings = True
+
+
+def plan(lg: LoweredGraph, record: GraphRecord) -> List[Step]:
+    """Partition ``lg`` into steps and give every kernel step a runner."""
+    if has_native_kernels():
+        from .native import plan_native
+
+        steps = plan_native(lg, record, strict())
+    else:
+        record.mode = "reference"
+        steps = simple_partition(lg)
+    _reference_runners(lg, steps)
+    return steps
+
+
+# ---- compiling one FX graph ----------------------------------------------------------------------------------------
+
+def _eager(gm: torch.fx.GraphModule) -> Callable:
+    def run(args):
+        return gm(*args)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inference") -> Callable:
+    """Compile one functional ATen FX graph into a boxed callable (``fn(list_of_args) -> list``)."""
+    t0 = time.perf_counter()
+    record = GraphRecord(name=f"graph{next(_counter)}_{kind}", kind=kind, gm=gm)
+    RECORDS.append(record)
+    try:
+        lg = lower(gm)
+    except UnsupportedGraph as e:
+        if strict():
+            raise
+        record.mode, record.reason = "eager", str(e)
+        report_fallback("graph", f"runs as-is in ATen: {e}")
+        record.compile_seconds = time.perf_counter() - t0
+        return _eager(gm)
+    record.lowered = lg
+    steps = plan(lg, record)
+    record.steps = steps
+    fn = build_program(lg, steps, name=f"af_{record.name}")
+    record.program_source = fn.__autofuse_source__
+    record.compile_seconds = time.perf_counter() - t0
+    from .debug import maybe_dump
+
+    maybe_dump(record)
+
+    def run(args):
+        out = fn(args)
+        args.clear()
+        return out
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    run.__autofuse_record__ = record  # type: ignore[attr-defined]
+    return run
+
+
+def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
+    """The Dynamo backend entry point (registered as "autofuse")."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    from .decompositions import decomposition_table
+
+    def fw(g, ex):
+        return compile_graph(g, ex, "forward")
+
+    def bw(g, ex):
+        return compile_graph(g, ex, "backward")
+
+    def inference(g, ex):
+        return compile_graph(g, ex, "inference")
+
+    backend = aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
+                           decompositions=decomposition_table(), keep_inference_input_mutations=True)
+    return backend(gm, example_inputs)
+
+
+def _register() -> None:
+    """Register the backend with Dynamo under the name "autofuse" (idempotent)."""
+    try:
+        from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_backend
+
+        # When Dynamo found our entry point first, it registers the function itself after importing this module.
+        if "autofuse" not in _BACKENDS and "autofuse" not in _COMPILER_FNS:
+            register_backend(autofuse_backend, name="autofuse")
+    except Exception as e:  # pragma: no cover - registry internals moved
+        warnings.warn(f"autofuse: could not register the Dynamo backend: {e}")
+
+
+_register()

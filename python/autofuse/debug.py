@@ -1,0 +1,147 @@
+"""Debug dumps of what the backend compiled.
+
+Switched on by ``AUTOFUSE_DEBUG_DIR=DIR``, or by the original Autofuse's form
+``AUTOFUSE_DFX_FLAGS="--codegen_compile_debug=true;--debug_dir=DIR"`` (debug_dir defaults to ./autofuse_debug when only
+codegen_compile_debug is given). With ``TORCH_COMPILE_DEBUG=1`` the same folders are also written under torch's
+debug directory (``torch_compile_debug/run_.../autofuse/``).
+
+Layout, per FX graph ``<graph>``::
+
+    DIR/<graph>/summary.txt            lowered ATen ops, fallbacks with reasons, steps, the generated program
+    DIR/<graph>/lowered.txt            the whole lowered IR (externs included)
+    DIR/<graph>/autofused_<ops>_<hash>/   one folder per kernel:
+        kernel.af      the kernel's IR (Autofuse IR text)
+        graph.dot/svg  a picture of the fused subgraph (svg rendered by graphviz `dot` when installed)
+        source.cpp     the generated C++ source (kernels compiled natively)
+        tiling.txt     the tiling decisions the kernel reports
+        repro.af + repro.sh   a standalone reproducer: `autofuse run repro.af --shape s0=N ...`
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from typing import List, Optional
+
+from .lowering import DTYPE_TO_IR
+
+
+def debug_dirs() -> List[str]:
+    """Directories to dump into (possibly none), from the environment."""
+    dirs = []
+    d = os.environ.get("AUTOFUSE_DEBUG_DIR")
+    if d:
+        dirs.append(d)
+    flags = os.environ.get("AUTOFUSE_DFX_FLAGS", "")
+    if flags:
+        opts = {}
+        for part in flags.replace(",", ";").split(";"):
+            part = part.strip().lstrip("-")
+            if "=" in part:
+                k, v = part.split("=", 1)
+                opts[k.strip()] = v.strip()
+        on = opts.get("codegen_compile_debug", "").lower() in ("1", "true", "yes", "on")
+        if "debug_dir" in opts:
+            dirs.append(opts["debug_dir"])
+        elif on:
+            dirs.append("autofuse_debug")
+    if os.environ.get("TORCH_COMPILE_DEBUG", "") not in ("", "0"):
+        try:
+            from torch._dynamo.utils import get_debug_dir
+
+            dirs.append(os.path.join(get_debug_dir(), "autofuse"))
+        except Exception:
+            dirs.append(os.path.join("torch_compile_debug", "autofuse"))
+    return list(dict.fromkeys(dirs))
+
+
+def kernel_folder_name(ops: List[str], ir_text: str) -> str:
+    """``autofused_<first ops>_<hash>``: the original's naming of per-kernel debug folders."""
+    uniq = list(dict.fromkeys(o for o in ops if o not in ("constant",)))
+    h = hashlib.sha256(ir_text.encode()).hexdigest()[:10]
+    return "autofused_" + "_".join(uniq[:4]) + "_" + h
+
+
+def _dot(record, step) -> str:
+    lg = record.lowered
+    lines = ["digraph kernel {", "  rankdir=TB; node [shape=box, fontname=monospace];"]
+    inside = set(step.nodes)
+    for i in step.inputs:
+        n = lg.nodes[i]
+        lines.append(f'  n{i} [label="{n.name}: {DTYPE_TO_IR[n.dtype]} (input)", style=dashed];')
+    for i in step.nodes:
+        n = lg.nodes[i]
+        style = ", style=filled, fillcolor=lightblue" if i in step.outputs else ""
+        lines.append(f'  n{i} [label="{n.name} = {n.op}: {DTYPE_TO_IR[n.dtype]}"{style}];')
+        for j in n.inputs:
+            if j in inside or j in step.inputs:
+                lines.append(f"  n{j} -> n{i};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _example_bindings(record) -> Optional[str]:
+    lg = record.lowered
+    vals = record.__dict__.get("example_bindings")
+    if not vals:
+        return None
+    return " ".join(f"--shape {k}={v}" for k, v in vals.items() if k in lg.sym_sources)
+
+
+def dump_record(record, root: str) -> str:
+    """Write the debug folders of one compiled graph under ``root``; returns the graph's folder."""
+    lg = record.lowered
+    gdir = os.path.join(root, record.name)
+    os.makedirs(gdir, exist_ok=True)
+    summary = [f"graph {record.name} ({record.kind}), mode {record.mode}, "
+               f"compile {record.compile_seconds * 1e3:.1f} ms"]
+    if record.reason:
+        summary.append(f"reason: {record.reason}")
+    if lg is not None:
+        summary.append("lowered ATen ops:")
+        summary += [f"  {op} x{n}" for op, n in sorted(lg.lowered_ops.items())]
+        summary.append("fallbacks:")
+        summary += [f"  Fallback {op}: {reason}" for op, reason in lg.fallbacks] or ["  (none)"]
+        summary.append("steps:")
+        summary += [f"  {s.kind} {s.name}: {len(s.nodes)} node(s)" for s in record.steps]
+        _write(os.path.join(gdir, "lowered.txt"), lg.ir_text() + "\n")
+    if record.fusion_report:
+        summary += ["fusion report:", record.fusion_report]
+    summary += ["program:", record.program_source]
+    _write(os.path.join(gdir, "summary.txt"), "\n".join(summary) + "\n")
+    if lg is None:
+        return gdir
+    shape_args = _example_bindings(record) or ""
+    for s in record.kernels:
+        ir = s.info.get("ir") or "\n".join(lg.ir_text().splitlines()[i] for i in s.nodes)
+        ops = [lg.nodes[i].op for i in s.nodes]
+        kdir = os.path.join(gdir, kernel_folder_name(ops, ir))
+        os.makedirs(kdir, exist_ok=True)
+        _write(os.path.join(kdir, "kernel.af"), ir + "\n")
+        _write(os.path.join(kdir, "repro.af"), ir + "\n")
+        _write(os.path.join(kdir, "repro.sh"), f"#!/bin/sh\n# replays this kernel on random inputs against the "
+               f"interpreter\nautofuse run \"$(dirname \"$0\")/repro.af\" {shape_args}\n")
+        src = s.info.get("source")
+        if src:
+            _write(os.path.join(kdir, "source.cpp"), src)
+        _write(os.path.join(kdir, "tiling.txt"), s.info.get("tiling", "tiling: chosen at launch from the actual "
+                                                               "sizes (no static decision recorded)\n"))
+        dot = _dot(record, s)
+        _write(os.path.join(kdir, "graph.dot"), dot)
+        if shutil.which("dot"):
+            subprocess.run(["dot", "-Tsvg", "-o", os.path.join(kdir, "graph.svg"), os.path.join(kdir, "graph.dot")],
+                           check=False, capture_output=True, timeout=30)
+    return gdir
+
+
+def maybe_dump(record) -> None:
+    """Dump ``record`` into every configured debug directory (no-op when none is configured)."""
+    for root in debug_dirs():
+        dump_record(record, root)

@@ -1,0 +1,49 @@
+"""The decomposition table the backend hands to AOTAutograd.
+
+Starting point: PyTorch's core-ATen decompositions (``torch._decomp.core_aten_decompositions``), which lower composite
+ops to the core ATen opset. On top of that we decompose the memory-bound composites that the core opset keeps whole
+(softmax, log-softmax, layer norm, group norm, GELU, and their backwards), so they reach the lowering as pointwise ops
+plus reductions that the fusion pass turns into single kernels. Compute-bound ops (mm, bmm, addmm, convolution,
+embedding and its backward, scaled-dot-product attention's fused CPU kernel) are taken out of the table so they stay
+whole and run as ATen calls.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable, Dict
+
+import torch
+from torch._decomp import core_aten_decompositions, get_decompositions
+
+aten = torch.ops.aten
+
+#: Composites decomposed in addition to the core-ATen table (so that they fuse).
+EXTRA_DECOMPOSED = [
+    aten._softmax, aten._log_softmax, aten._softmax_backward_data, aten._log_softmax_backward_data,
+    aten.native_layer_norm, aten.native_layer_norm_backward, aten.native_group_norm, aten.native_group_norm_backward,
+    aten.gelu, aten.gelu_backward, aten.silu, aten.silu_backward, aten._safe_softmax, aten.logsumexp,
+    aten.std, aten.std_mean, aten.hardtanh, aten.hardswish, aten.hardsigmoid, aten.leaky_relu, aten.elu, aten.mish,
+    aten.native_batch_norm, aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit_no_training,
+]
+
+#: Ops kept whole even if a table would decompose them (compute-bound or not expressible as pointwise/reductions).
+KEEP_WHOLE = [
+    aten.mm, aten.bmm, aten.addmm, aten.convolution, aten.convolution_backward, aten.embedding,
+    aten.embedding_dense_backward, aten._scaled_dot_product_flash_attention_for_cpu, aten.native_dropout,
+]
+
+
+@lru_cache(maxsize=1)
+def decomposition_table() -> Dict[torch._ops.OperatorBase, Callable]:
+    """The table: core ATen decompositions + EXTRA_DECOMPOSED - KEEP_WHOLE (computed once)."""
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(EXTRA_DECOMPOSED))
+    whole = set()
+    for packet in KEEP_WHOLE:
+        for name in packet.overloads():
+            whole.add(getattr(packet, name))
+    for op in list(table):
+        if op in whole:
+            del table[op]
+    return table

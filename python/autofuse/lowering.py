@@ -1,0 +1,410 @@
+"""Lowering of a functional ATen FX graph (AOTAutograd's output) to the Autofuse IR.
+
+The lowering walks the FX graph once, in order. Each ATen call either has a lowering in ``LOWERINGS`` (registered by
+the ``lowering_*`` modules, one per op family) that appends IR nodes, or becomes an ``extern`` node: an ATen call the
+runner makes as-is between kernels. The result, ``LoweredGraph``, is a plain Python list of IR nodes (``LNode``) that
+knows, for every node, the FX node it stands for; ``to_core()`` builds the C++ ``autofuse._core.Graph`` from it.
+
+Type promotion: IR binary ops take inputs of one dtype, so the lowering computes eager's common dtype
+(``torch.result_type`` semantics: dimensioned tensors > zero-dim tensors > Python scalars, by category) and inserts
+``cast`` nodes; Python scalars become ``constant`` nodes of that dtype. Every lowered value is checked against the FX
+node's own metadata (dtype and shape) so a lowering bug shows up here, not as wrong numbers later.
+
+Fallbacks are collected as ``(op, reason)`` pairs and logged once per process at INFO level on the "autofuse" logger:
+``Fallback aten.<op>: <reason>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import sympy
+import torch
+import torch.fx
+
+from .lowering_shapes import SymbolTable, UnsupportedSize, as_size, broadcast_sizes
+
+log = logging.getLogger("autofuse")
+
+#: torch dtype -> IR dtype name (src/autofuse/ir/dtype.h).
+DTYPE_TO_IR = {
+    torch.bool: "bool", torch.uint8: "u8", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
+    torch.int64: "i64", torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64",
+}
+
+
+class Unsupported(Exception):
+    """Raised by a lowering function when it cannot lower a node; the message is the fallback reason."""
+
+
+@dataclass
+class LNode:
+    """One IR node. ``op`` is the IR op name; ``inputs`` index LoweredGraph.nodes; ``shape`` holds ints and sympy
+    expressions (Dynamo's symbols); ``fx`` is the FX node an input or extern node stands for, ``item`` the tuple index
+    an extern ``getitem`` takes."""
+
+    op: str
+    inputs: List[int]
+    attrs: Dict[str, Any]
+    dtype: torch.dtype
+    shape: Tuple[Any, ...]
+    name: str
+    fx: Optional[torch.fx.Node] = None
+    item: Optional[int] = None
+
+
+@dataclass
+class LoweredGraph:
+    """The IR of one FX graph plus what the runner needs to call it (see program.py)."""
+
+    nodes: List[LNode]
+    #: per FX output: ("node", lnode index) | ("sym", python expr) | ("const", value)
+    outputs: List[Tuple[str, Any]]
+    symbols: SymbolTable
+    #: IR symbol name -> Python expression over ``args`` reading it at run time ("args[1].shape[0]")
+    sym_sources: Dict[str, str]
+    #: placeholder index -> LNode index of its IR input (tensor placeholders of an IR dtype only)
+    arg_nodes: Dict[int, int]
+    num_args: int
+    fallbacks: List[Tuple[str, str]] = field(default_factory=list)
+    lowered_ops: Counter = field(default_factory=Counter)
+    #: FX node -> Python expression of a SymInt-valued node, over the IR symbol variables
+    sym_nodes: Dict[torch.fx.Node, str] = field(default_factory=dict)
+    #: FX node -> LNode index (or tuple of indices for multi-output lowerings)
+    fx_value: Dict[torch.fx.Node, Any] = field(default_factory=dict)
+
+    def ir_text(self) -> str:
+        """A readable listing of the IR nodes (debug dumps; the C++ printer gives the canonical text)."""
+        lines = []
+        for n in self.nodes:
+            ins = ", ".join("%" + self.nodes[i].name for i in n.inputs)
+            attrs = ", ".join(f"{k}={v}" for k, v in n.attrs.items())
+            shape = ", ".join(str(self.symbols.ir(s)) for s in n.shape)
+            lines.append(f"%{n.name}: {DTYPE_TO_IR[n.dtype]}[{shape}] = {n.op}({ins}{', ' if ins and attrs else ''}{attrs})")
+        outs = ", ".join("%" + self.nodes[v].name if k == "node" else str(v) for k, v in self.outputs)
+        lines.append(f"return {outs}")
+        return "\n".join(lines)
+
+    def extern_nodes(self) -> List[int]:
+        return [i for i, n in enumerate(self.nodes) if n.op == "extern"]
+
+
+#: ATen overload (or overload packet) -> lowering function(lowerer, fx node) -> LNode index or tuple of indices.
+LOWERINGS: Dict[Any, Callable] = {}
+
+
+def register(*targets):
+    """Decorator registering a lowering for ATen overloads (``aten.add.Tensor``) or whole packets (``aten.add``)."""
+
+    def deco(fn):
+        for t in targets:
+            LOWERINGS[t] = fn
+        return fn
+
+    return deco
+
+
+#: Ops that are ATen calls by design (the compute-bound part): reported as fallbacks with this reason.
+EXTERN_BY_DESIGN = {
+    "mm", "bmm", "addmm", "baddbmm", "convolution", "convolution_backward", "embedding", "embedding_dense_backward",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
+}
+
+_reported: set = set()
+
+
+def op_name(target) -> str:
+    """``aten.add`` for torch.ops.aten.add.Tensor; a readable name for other callables."""
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._schema.name.split('::')[-1]}"
+    return getattr(target, "__name__", str(target))
+
+
+def report_fallback(op: str, reason: str) -> None:
+    """Log ``Fallback <op>: <reason>`` at INFO once per process."""
+    key = (op, reason)
+    if key not in _reported:
+        _reported.add(key)
+        log.info("Fallback %s: %s", op, reason)
+
+
+def lookup_lowering(target) -> Optional[Callable]:
+    fn = LOWERINGS.get(target)
+    if fn is None and isinstance(target, torch._ops.OpOverload):
+        fn = LOWERINGS.get(target.overloadpacket)
+    return fn
+
+
+class Lowerer:
+    """Builds a LoweredGraph from an FX GraphModule; the helpers below are the API of the lowering functions."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        self.gm = gm
+        self.g = LoweredGraph(nodes=[], outputs=[], symbols=SymbolTable(), sym_sources={}, arg_nodes={}, num_args=0)
+        self._const_cache: Dict[Tuple[Any, torch.dtype], int] = {}
+
+    # ---- building -----------------------------------------------------------------------------------------------
+    def add(self, op: str, inputs: List[int], attrs: Dict[str, Any], dtype: torch.dtype, shape, **kw) -> int:
+        """Append an IR node; returns its index."""
+        if dtype not in DTYPE_TO_IR:
+            raise Unsupported(f"dtype {dtype} is not supported by Autofuse")
+        idx = len(self.g.nodes)
+        self.g.nodes.append(LNode(op, list(inputs), dict(attrs), dtype, tuple(shape), f"v{idx}", **kw))
+        return idx
+
+    def node(self, i: int) -> LNode:
+        return self.g.nodes[i]
+
+    def cast(self, v: int, dtype: torch.dtype) -> int:
+        """``v`` converted to ``dtype`` (no node when it already is)."""
+        n = self.g.nodes[v]
+        if n.dtype == dtype:
+            return v
+        if n.op == "constant":
+            return self.constant(n.attrs["value"], dtype)
+        return self.add("cast", [v], {"dtype": DTYPE_TO_IR[dtype]}, dtype, n.shape)
+
+    def constant(self, value, dtype: torch.dtype) -> int:
+        """A 0-d constant of ``dtype`` (value converted as torch would: bool, int or float)."""
+        if dtype == torch.bool:
+            value = int(bool(value))
+        elif not dtype.is_floating_point:
+            value = int(value)
+        else:
+            value = float(value)
+        key = (repr(value), dtype)
+        if key not in self._const_cache:
+            self._const_cache[key] = self.add("constant", [], {"value": value, "dtype": DTYPE_TO_IR[dtype]}, dtype, ())
+        return self._const_cache[key]
+
+    def value(self, arg) -> int:
+        """The IR value of an FX tensor argument; Unsupported if it has none (e.g. an unsupported dtype)."""
+        if not isinstance(arg, torch.fx.Node):
+            raise Unsupported(f"expected a tensor argument, got {type(arg).__name__}")
+        v = self.g.fx_value.get(arg)
+        if v is None or isinstance(v, tuple):
+            raise Unsupported(f"argument {arg.name} is not a lowered tensor")
+        return v
+
+    def operand(self, arg, dtype: torch.dtype) -> int:
+        """An elementwise operand converted to ``dtype``: a tensor gets a cast, a Python scalar becomes a constant."""
+        if isinstance(arg, torch.fx.Node):
+            val = arg.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                return self.cast(self.value(arg), dtype)
+            raise Unsupported(f"symbolic scalar argument {arg.name}")
+        if isinstance(arg, (bool, int, float)):
+            return self.constant(arg, dtype)
+        raise Unsupported(f"argument of type {type(arg).__name__}")
+
+    # ---- types ----------------------------------------------------------------------------------------------------
+    @staticmethod
+    def meta(arg):
+        return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+
+    def shape_of(self, arg) -> Tuple[Any, ...]:
+        if isinstance(arg, torch.fx.Node):
+            return tuple(as_size(s) for s in arg.meta["val"].shape)
+        return ()
+
+    def promote(self, *args) -> torch.dtype:
+        """Eager's common dtype of tensor and scalar arguments (torch.result_type semantics)."""
+        probes = []
+        for a in args:
+            m = self.meta(a)
+            if isinstance(m, torch.Tensor):
+                probes.append(torch.empty([1] * m.dim(), dtype=m.dtype, device="meta"))
+            elif isinstance(m, (bool, int, float)):
+                probes.append(m)
+            elif isinstance(m, torch.SymInt):
+                probes.append(1)
+            elif isinstance(m, torch.SymFloat):
+                probes.append(1.0)
+            else:
+                raise Unsupported(f"cannot type-promote an argument of type {type(m).__name__}")
+        if len(probes) == 1:
+            p = probes[0]
+            return p.dtype if isinstance(p, torch.Tensor) else torch.tensor(p).dtype
+        result = torch.result_type(probes[0], probes[1])
+        for p in probes[2:]:
+            probe = torch.empty([1], dtype=result, device="meta")
+            result = torch.result_type(probe, p) if isinstance(p, torch.Tensor) else torch.result_type(probe, p)
+        return result
+
+    # ---- the walk -----------------------------------------------------------------------------------------------
+    def run(self) -> LoweredGraph:
+        g = self.g
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self._placeholder(node)
+            elif node.op == "call_function":
+                self._call(node)
+            elif node.op == "output":
+                self._output(node)
+            elif node.op == "get_attr":
+                raise UnsupportedGraph(f"get_attr node {node.name}")
+            else:
+                raise UnsupportedGraph(f"FX node kind {node.op} ({node.name})")
+        return g
+
+    def _placeholder(self, node: torch.fx.Node) -> None:
+        g = self.g
+        i = g.num_args
+        g.num_args += 1
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt):
+            s = as_size(val)
+            if isinstance(s, sympy.Symbol):
+                name = g.symbols.name(s)
+                g.sym_sources.setdefault(name, f"args[{i}]")
+            g.sym_nodes[node] = f"args[{i}]"
+            return
+        if not isinstance(val, torch.Tensor):
+            return
+        shape = tuple(as_size(s) for s in val.shape)
+        for d, s in enumerate(shape):
+            if isinstance(s, sympy.Symbol):
+                g.sym_sources.setdefault(g.symbols.name(s), f"args[{i}].shape[{d}]")
+        if val.dtype not in DTYPE_TO_IR:
+            return
+        strides = tuple(as_size(s) for s in val.stride())
+        attrs = {}
+        if not _is_contiguous(shape, strides):
+            attrs["strides"] = strides
+        v = self.add("input", [], attrs, val.dtype, shape, fx=node)
+        g.nodes[v].name = node.name
+        g.arg_nodes[i] = v
+        g.fx_value[node] = v
+
+    def _call(self, node: torch.fx.Node) -> None:
+        g = self.g
+        val = node.meta.get("val")
+        if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool) and not isinstance(val, torch.Tensor):
+            s = as_size(val)
+            g.sym_nodes[node] = g.symbols.py(s)
+            return
+        if isinstance(val, (torch.SymFloat, torch.SymBool)):
+            raise UnsupportedGraph(f"symbolic float/bool node {node.name}")
+        if node.target is operator.getitem:
+            src = g.fx_value.get(node.args[0])
+            if isinstance(src, tuple):
+                g.fx_value[node] = src[node.args[1]]
+                return
+            self._extern(node, None)
+            return
+        fn = lookup_lowering(node.target)
+        reason = None
+        if fn is None:
+            name = op_name(node.target).split(".")[-1]
+            reason = ("extern by design: compute-bound op stays an ATen call" if name in EXTERN_BY_DESIGN
+                      else "no Autofuse lowering for this op")
+        else:
+            try:
+                out = fn(self, node)
+                g.fx_value[node] = self._check(node, out)
+                g.lowered_ops[op_name(node.target)] += 1
+                return
+            except (Unsupported, UnsupportedSize) as e:
+                reason = str(e)
+        self._extern(node, reason)
+
+    def _check(self, node: torch.fx.Node, out):
+        """Make the lowered value agree with torch's metadata for the node (dtype: cast; shape: adopt torch's)."""
+        val = node.meta.get("val")
+        if isinstance(out, tuple):
+            return tuple(self._fix(o, m) for o, m in zip(out, val))
+        return self._fix(out, val)
+
+    def _fix(self, v: int, val) -> int:
+        if not isinstance(val, torch.Tensor):
+            raise Unsupported("lowered value has no tensor metadata")
+        v = self.cast(v, val.dtype)
+        n = self.g.nodes[v]
+        shape = tuple(as_size(s) for s in val.shape)
+        if len(n.shape) != len(shape):
+            raise Unsupported(f"lowering produced rank {len(n.shape)}, torch says {len(shape)} (lowering bug)")
+        if n.op != "input":
+            n.shape = shape
+        return v
+
+    def _extern(self, node: torch.fx.Node, reason: Optional[str]) -> None:
+        """Keep ``node`` as an ATen call. Its IR node depends on every lowered tensor among its arguments."""
+        g = self.g
+        name = op_name(node.target)
+        if reason is not None:
+            g.fallbacks.append((name, reason))
+            report_fallback(name, reason)
+        deps: List[int] = []
+        for a in _flatten(node.args) + _flatten(list(node.kwargs.values())):
+            if isinstance(a, torch.fx.Node):
+                v = g.fx_value.get(a)
+                if isinstance(v, int) and v not in deps:
+                    deps.append(v)
+                elif a.meta.get("val") is not None and isinstance(a.meta["val"], torch.Tensor) and v is None \
+                        and a.op != "placeholder":
+                    raise UnsupportedGraph(f"{node.name} reads {a.name}, a tensor of a dtype the IR lacks")
+        val = node.meta.get("val")
+        item = node.args[1] if node.target is operator.getitem else None
+        tensors = [val] if isinstance(val, torch.Tensor) else [t for t in _flatten(val) if isinstance(t, torch.Tensor)]
+        if not tensors:
+            if val is None:
+                raise UnsupportedGraph(f"{node.name} ({name}) returns no tensor")
+            raise UnsupportedGraph(f"{node.name} ({name}) returns {type(val).__name__}")
+        t = tensors[0]
+        if t.dtype not in DTYPE_TO_IR:
+            raise UnsupportedGraph(f"{node.name} ({name}) returns dtype {t.dtype}")
+        shape = tuple(as_size(s) for s in t.shape)
+        for s in shape:
+            g.symbols.ir(s)  # raises UnsupportedSize early for sizes the IR cannot express
+        v = self.add("extern", deps, {"name": name}, t.dtype, shape, fx=node, item=item)
+        g.fx_value[node] = v
+
+    def _output(self, node: torch.fx.Node) -> None:
+        g = self.g
+        for a in _flatten(node.args[0]) if isinstance(node.args[0], (list, tuple)) else [node.args[0]]:
+            if isinstance(a, torch.fx.Node):
+                if a in g.sym_nodes:
+                    g.outputs.append(("sym", g.sym_nodes[a]))
+                elif isinstance(g.fx_value.get(a), int):
+                    g.outputs.append(("node", g.fx_value[a]))
+                else:
+                    raise UnsupportedGraph(f"output {a.name} has no value")
+            else:
+                g.outputs.append(("const", a))
+
+
+class UnsupportedGraph(Exception):
+    """The whole graph cannot go through Autofuse (the backend then runs it as-is)."""
+
+
+def _is_contiguous(shape, strides) -> bool:
+    expect = 1
+    for s, st in zip(reversed(shape), reversed(strides)):
+        if not (isinstance(s, int) and s == 1) and st != expect:
+            return False
+        expect = expect * s
+    return True
+
+
+def _flatten(x) -> list:
+    if isinstance(x, (list, tuple)):
+        out = []
+        for e in x:
+            out.extend(_flatten(e))
+        return out
+    return [x]
+
+
+def lower(gm: torch.fx.GraphModule) -> LoweredGraph:
+    """Lower an FX graph of functional ATen ops; raises UnsupportedGraph (or UnsupportedSize) if it cannot."""
+    from . import lowering_layout, lowering_pointwise, lowering_reduction  # noqa: F401  (register lowerings)
+
+    try:
+        return Lowerer(gm).run()
+    except UnsupportedSize as e:
+        raise UnsupportedGraph(str(e)) from e

@@ -1,0 +1,275 @@
+"""Lowerings of ATen's pointwise ops: unary math, binary arithmetic and comparisons, where, clamp, backward helpers.
+
+Each function receives the Lowerer and the FX node and returns the index of the IR node holding the result. Eager's
+type promotion is made explicit: operands are cast to the common dtype (``Lowerer.promote``), the op runs in it, and
+the Lowerer casts the result to the dtype torch recorded for the node (e.g. true division of integers gives float).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .lowering import Lowerer, Unsupported, register
+from .lowering_shapes import broadcast_sizes
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+def _out_dtype(node) -> torch.dtype:
+    return node.meta["val"].dtype
+
+
+def _shape(L: Lowerer, *vs) -> tuple:
+    shape: tuple = ()
+    for v in vs:
+        shape = broadcast_sizes(shape, L.node(v).shape)
+    return shape
+
+
+def _op(L: Lowerer, op: str, vs, dtype=None, attrs=None) -> int:
+    """Append elementwise ``op`` on IR values ``vs`` (already of one dtype)."""
+    dtype = dtype or L.node(vs[0]).dtype
+    return L.add(op, list(vs), attrs or {}, dtype, _shape(L, *vs))
+
+
+# ---- unary ----------------------------------------------------------------------------------------------------------
+
+#: ATen op -> IR op; floating point in and out (integer inputs are promoted to the default float type first).
+_UNARY_FLOAT = {
+    aten.exp: "exp", aten.exp2: "exp2", aten.expm1: "expm1", aten.log: "log", aten.log2: "log2", aten.log10: "log10",
+    aten.log1p: "log1p", aten.sqrt: "sqrt", aten.rsqrt: "rsqrt", aten.reciprocal: "reciprocal", aten.sin: "sin",
+    aten.cos: "cos", aten.tan: "tan", aten.tanh: "tanh", aten.sigmoid: "sigmoid", aten.erf: "erf",
+}
+#: Same dtype in and out.
+_UNARY_SAME = {
+    aten.abs: "abs", aten.neg: "neg", aten.relu: "relu", aten.floor: "floor", aten.ceil: "ceil",
+    aten.trunc: "trunc", aten.sign: "sign", aten.bitwise_not: "bitwise_not",
+}
+#: Any dtype in, bool out.
+_UNARY_BOOL = {aten.isnan: "isnan", aten.isinf: "isinf", aten.isfinite: "isfinite", aten.logical_not: "logical_not"}
+
+
+def _unary_float(L: Lowerer, node) -> int:
+    dt = _out_dtype(node)
+    if not dt.is_floating_point:
+        raise Unsupported(f"{dt} result")
+    return _op(L, _UNARY_FLOAT[node.target.overloadpacket], [L.cast(L.value(node.args[0]), dt)])
+
+
+def _unary_same(L: Lowerer, node) -> int:
+    x = L.value(node.args[0])
+    if L.node(x).dtype == torch.bool and node.target.overloadpacket is not aten.bitwise_not:
+        raise Unsupported("bool input")
+    return _op(L, _UNARY_SAME[node.target.overloadpacket], [x])
+
+
+def _unary_bool(L: Lowerer, node) -> int:
+    return _op(L, _UNARY_BOOL[node.target.overloadpacket], [L.value(node.args[0])], dtype=torch.bool)
+
+
+register(*_UNARY_FLOAT)(_unary_float)
+register(*_UNARY_SAME)(_unary_same)
+register(*_UNARY_BOOL)(_unary_bool)
+
+
+@register(aten.round.default)
+def _round(L: Lowerer, node) -> int:
+    return _op(L, "round", [L.value(node.args[0])])
+
+
+# ---- binary -------------------------------------------------------------------------------------------------------
+
+_BINARY = {
+    aten.mul: "mul", aten.maximum: "maximum", aten.minimum: "minimum", aten.fmax: "fmax", aten.fmin: "fmin",
+    aten.atan2: "atan2", aten.remainder: "remainder", aten.fmod: "fmod", aten.floor_divide: "floordiv",
+    aten.bitwise_and: "bitwise_and", aten.bitwise_or: "bitwise_or", aten.bitwise_xor: "bitwise_xor",
+    aten.bitwise_left_shift: "shl", aten.bitwise_right_shift: "shr", aten.__lshift__: "shl", aten.__rshift__: "shr",
+}
+_COMPARE = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le", aten.gt: "gt", aten.ge: "ge",
+            aten.logical_and: "logical_and", aten.logical_or: "logical_or", aten.logical_xor: "logical_xor"}
+
+
+def _binary_operands(L: Lowerer, node, a, b):
+    dt = L.promote(a, b)
+    return dt, L.operand(a, dt), L.operand(b, dt)
+
+
+@register(*_BINARY)
+def _binary(L: Lowerer, node) -> int:
+    dt, x, y = _binary_operands(L, node, node.args[0], node.args[1])
+    op = _BINARY[node.target.overloadpacket]
+    if op == "atan2" and not dt.is_floating_point:
+        dt = _out_dtype(node)
+        x, y = L.cast(x, dt), L.cast(y, dt)
+    return _op(L, op, [x, y])
+
+
+@register(*_COMPARE)
+def _compare(L: Lowerer, node) -> int:
+    _, x, y = _binary_operands(L, node, node.args[0], node.args[1])
+    return _op(L, _COMPARE[node.target.overloadpacket], [x, y], dtype=torch.bool)
+
+
+def _scaled(L: Lowerer, node, b, dt) -> int:
+    """``alpha * b`` for add/sub's alpha keyword (absent or 1: just b)."""
+    y = L.operand(b, dt)
+    alpha = node.kwargs.get("alpha", 1)
+    if alpha != 1:
+        y = _op(L, "mul", [y, L.constant(alpha, dt)])
+    return y
+
+
+@register(aten.add, aten.sub)
+def _add_sub(L: Lowerer, node) -> int:
+    a, b = node.args[0], node.args[1]
+    dt = L.promote(a, b)
+    if dt == torch.bool:
+        if node.target.overloadpacket is aten.sub:
+            raise Unsupported("bool subtraction")
+        return _op(L, "logical_or", [L.operand(a, dt), L.operand(b, dt)], dtype=torch.bool)
+    op = "add" if node.target.overloadpacket is aten.add else "sub"
+    return _op(L, op, [L.operand(a, dt), _scaled(L, node, b, dt)])
+
+
+@register(aten.rsub)
+def _rsub(L: Lowerer, node) -> int:
+    a, b = node.args[0], node.args[1]
+    dt = L.promote(a, b)
+    x = L.operand(a, dt)
+    alpha = node.kwargs.get("alpha", 1)
+    if alpha != 1:
+        x = _op(L, "mul", [x, L.constant(alpha, dt)])
+    return _op(L, "sub", [L.operand(b, dt), x])
+
+
+@register(aten.div)
+def _div(L: Lowerer, node) -> int:
+    a, b = node.args[0], node.args[1]
+    mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
+    dt = L.promote(a, b)
+    if mode is None:
+        dt = _out_dtype(node)  # integer / integer is true division in the default float type
+        return _op(L, "div", [L.operand(a, dt), L.operand(b, dt)])
+    x, y = L.operand(a, dt), L.operand(b, dt)
+    if mode == "floor":
+        return _op(L, "floordiv", [x, y])
+    if mode == "trunc" and dt.is_floating_point:
+        return _op(L, "trunc", [_op(L, "div", [x, y])])
+    raise Unsupported(f"rounding_mode={mode!r} on {dt}")
+
+
+@register(aten.pow)
+def _pow(L: Lowerer, node) -> int:
+    a, b = node.args[0], node.args[1]
+    dt = _out_dtype(node)
+    if not isinstance(a, torch.fx.Node):
+        return _op(L, "pow", [L.operand(a, dt), L.operand(b, dt)])
+    x = L.operand(a, dt)
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        # ATen's pow(tensor, scalar) kernel special-cases these exponents the same way (exact results).
+        if b == 1:
+            return x
+        if b == 2:
+            return _op(L, "mul", [x, x])
+        if b == 3:
+            return _op(L, "mul", [_op(L, "mul", [x, x]), x])
+        if dt.is_floating_point:
+            if b == 0.5:
+                return _op(L, "sqrt", [x])
+            if b == -0.5:
+                return _op(L, "rsqrt", [x])
+            if b == -1:
+                return _op(L, "reciprocal", [x])
+            if b == -2:
+                return _op(L, "reciprocal", [_op(L, "mul", [x, x])])
+        if not math.isfinite(b) and not dt.is_floating_point:
+            raise Unsupported("non-finite exponent on an integer tensor")
+    return _op(L, "pow", [x, L.operand(b, dt)])
+
+
+@register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(L: Lowerer, node) -> int:
+    cond, a, b = node.args
+    dt = _out_dtype(node)
+    c = L.cast(L.value(cond), torch.bool)
+    return _op(L, "where", [c, L.operand(a, dt), L.operand(b, dt)], dtype=dt)
+
+
+@register(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def _masked_fill(L: Lowerer, node) -> int:
+    x, mask, value = node.args
+    dt = _out_dtype(node)
+    c = L.cast(L.value(mask), torch.bool)
+    return _op(L, "where", [c, L.operand(value, dt), L.operand(x, dt)], dtype=dt)
+
+
+@register(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+def _clamp(L: Lowerer, node) -> int:
+    x = L.value(node.args[0])
+    dt = _out_dtype(node)
+    x = L.cast(x, dt)
+    packet = node.target.overloadpacket
+    lo = hi = None
+    if packet is aten.clamp:
+        lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+        hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+    elif packet is aten.clamp_min:
+        lo = node.args[1]
+    else:
+        hi = node.args[1]
+    attrs = {}
+    for key, bound in (("min", lo), ("max", hi)):
+        if bound is None:
+            continue
+        if not isinstance(bound, (int, float)) or isinstance(bound, bool):
+            raise Unsupported("non-constant clamp bound")
+        attrs[key] = float(bound) if dt.is_floating_point else int(bound)
+    if not attrs:
+        return x
+    return _op(L, "clamp", [x], attrs=attrs)
+
+
+@register(aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor)
+def _clamp_tensor(L: Lowerer, node) -> int:
+    dt = _out_dtype(node)
+    x = L.operand(node.args[0], dt)
+    packet = node.target.overloadpacket
+    if packet is aten.clamp:
+        lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+        hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+    else:
+        lo, hi = (node.args[1], None) if packet is aten.clamp_min else (None, node.args[1])
+    if lo is not None:
+        x = _op(L, "maximum", [x, L.operand(lo, dt)])
+    if hi is not None:
+        x = _op(L, "minimum", [x, L.operand(hi, dt)])
+    return x
+
+
+# ---- backward helpers that AOTAutograd emits ------------------------------------------------------------------------
+
+@register(aten.tanh_backward.default)
+def _tanh_backward(L: Lowerer, node) -> int:
+    dt = _out_dtype(node)
+    g, y = L.operand(node.args[0], dt), L.operand(node.args[1], dt)
+    one = L.constant(1, dt)
+    return _op(L, "mul", [g, _op(L, "sub", [one, _op(L, "mul", [y, y])])])
+
+
+@register(aten.sigmoid_backward.default)
+def _sigmoid_backward(L: Lowerer, node) -> int:
+    dt = _out_dtype(node)
+    g, y = L.operand(node.args[0], dt), L.operand(node.args[1], dt)
+    one = L.constant(1, dt)
+    return _op(L, "mul", [_op(L, "mul", [g, y]), _op(L, "sub", [one, y])])
+
+
+@register(aten.threshold_backward.default)
+def _threshold_backward(L: Lowerer, node) -> int:
+    dt = _out_dtype(node)
+    g, x = L.operand(node.args[0], dt), L.operand(node.args[1], dt)
+    c = _op(L, "le", [x, L.constant(node.args[2], dt)], dtype=torch.bool)
+    return _op(L, "where", [c, L.constant(0, dt), g], dtype=dt)

@@ -1,0 +1,172 @@
+"""The lean callable the backend returns: generated Python that runs kernels and ATen calls in order.
+
+A ``Step`` is one fusion group of a LoweredGraph: a compiled kernel (called as ``run(inputs, outputs)`` with torch
+tensors; outputs allocated here with ``torch.empty``), an extern ATen call (the FX node's target called with its
+original arguments), or a host step (a layout op evaluated eagerly as a view). ``build_program`` writes one Python
+function for the whole graph, like this::
+
+    def af_call(args):
+        s0 = args[3].shape[0]
+        v0 = args[0]; v1 = args[1]
+        v4 = E4(v0, v1)                            # aten.mm
+        v9 = empty((s0, 768), dtype=D0)
+        K0([v4, v1], [v9])                          # kernel 0
+        return [v9]
+
+so that the per-call cost is one Python frame, the symbol reads and one call per step.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+import torch.fx
+
+from .lowering import LNode, LoweredGraph
+from .lowering_reference import eval_node
+
+
+@dataclass
+class Step:
+    """One unit of work in the generated program. ``run`` is ``fn(inputs, outputs)`` for kernels; for host steps
+    ``fn(inputs, bindings) -> outputs``; unused for externs (the FX node is called)."""
+
+    kind: str  # "kernel" | "extern" | "host"
+    nodes: List[int]
+    inputs: List[int]
+    outputs: List[int]
+    name: str = ""
+    run: Optional[Callable] = None
+    needs_bindings: bool = False
+    kernel: Any = None  # the compiled Kernel object (source, graph), if any
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+class ReferenceGroup:
+    """Stand-in for a compiled kernel: evaluates the group's IR nodes with eager torch and copies into outputs."""
+
+    def __init__(self, lg: LoweredGraph, step: Step) -> None:
+        self.lg, self.step = lg, step
+
+    def __call__(self, ins, outs, bindings):
+        env: Dict[int, Any] = dict(zip(self.step.inputs, ins))
+        for i in self.step.nodes:
+            env[i] = eval_node(self.lg, i, env, bindings, _no_extern)
+        for o, v in zip(outs, self.step.outputs):
+            o.copy_(env[v])
+
+
+class HostGroup:
+    """A host (layout) step: eager evaluation, results returned as they are (views where torch makes views)."""
+
+    def __init__(self, lg: LoweredGraph, step: Step) -> None:
+        self.lg, self.step = lg, step
+
+    def __call__(self, ins, bindings):
+        env: Dict[int, Any] = dict(zip(self.step.inputs, ins))
+        for i in self.step.nodes:
+            env[i] = eval_node(self.lg, i, env, bindings, _no_extern)
+        return [env[v] for v in self.step.outputs]
+
+
+def _no_extern(n: LNode, env):
+    raise RuntimeError(f"extern node {n.name} inside a kernel group")
+
+
+class _Emitter:
+    def __init__(self, lg: LoweredGraph) -> None:
+        self.lg = lg
+        self.lines: List[str] = []
+        self.globals: Dict[str, Any] = {"empty": torch.empty}
+        self._consts: Dict[int, str] = {}
+
+    def const(self, obj: Any, prefix: str = "C") -> str:
+        key = id(obj)
+        if key not in self._consts:
+            name = f"{prefix}{len(self._consts)}"
+            self._consts[key] = name
+            self.globals[name] = obj
+        return self._consts[key]
+
+    def arg(self, a) -> str:
+        """Python source for one FX argument of an extern call."""
+        lg = self.lg
+        if isinstance(a, torch.fx.Node):
+            if a in lg.sym_nodes:
+                return f"({lg.sym_nodes[a]})"
+            v = lg.fx_value.get(a)
+            if isinstance(v, int):
+                return f"v{v}"
+            if isinstance(v, tuple):
+                return "(" + ", ".join(f"v{i}" for i in v) + ",)"
+            raise KeyError(f"FX argument {a.name} has no value in the program")
+        if isinstance(a, (list, tuple)):
+            inner = ", ".join(self.arg(e) for e in a)
+            return f"[{inner}]" if isinstance(a, list) else f"({inner}{',' if len(a) == 1 else ''})"
+        if a is None or isinstance(a, (bool, str)) or (isinstance(a, int)):
+            return repr(a)
+        if isinstance(a, float) and a == a and abs(a) != float("inf"):
+            return repr(a)
+        return self.const(a)
+
+
+def shape_py(lg: LoweredGraph, shape) -> str:
+    parts = [lg.symbols.py(s) for s in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
+    """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
+    e = _Emitter(lg)
+    L = e.lines
+    L.append(f"def {name}(args):")
+    for sym, src in lg.sym_sources.items():
+        L.append(f"    {sym} = int({src})")
+    if any(s.needs_bindings for s in steps):
+        items = ", ".join(f"{sym!r}: {sym}" for sym in lg.sym_sources)
+        L.append(f"    _bind = {{{items}}}")
+    for i, v in lg.arg_nodes.items():
+        L.append(f"    v{v} = args[{i}]")
+    for k, st in enumerate(steps):
+        ins = ", ".join(f"v{i}" for i in st.inputs)
+        if st.kind == "kernel":
+            for o in st.outputs:
+                n = lg.nodes[o]
+                L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")
+            outs = ", ".join(f"v{o}" for o in st.outputs)
+            fn = e.const(st.run, "K")
+            extra = ", _bind" if st.needs_bindings else ""
+            L.append(f"    {fn}([{ins}], [{outs}]{extra})  # {st.name}")
+        elif st.kind == "host":
+            fn = e.const(st.run, "H")
+            outs = "".join(f"v{o}, " for o in st.outputs)
+            L.append(f"    {outs}= {fn}([{ins}], _bind)  # {st.name}")
+        else:
+            for v in st.nodes:
+                n = lg.nodes[v]
+                fx = n.fx
+                if n.item is not None and fx.target is operator.getitem:
+                    src = lg.fx_value.get(fx.args[0])
+                    L.append(f"    v{v} = v{src}[{n.item}]")
+                    continue
+                args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
+                fn = e.const(fx.target, "E")
+                L.append(f"    v{v} = {fn}({', '.join(args)})  # {fx.name}")
+    outs = []
+    for kind, v in lg.outputs:
+        if kind == "node":
+            outs.append(f"v{v}")
+        elif kind == "sym":
+            outs.append(f"({v})")
+        else:
+            outs.append(e.arg(v))
+    L.append(f"    return [{', '.join(outs)}]")
+    source = "\n".join(L) + "\n"
+    namespace = dict(e.globals)
+    exec(compile(source, f"<autofuse {name}>", "exec"), namespace)
+    fn = namespace[name]
+    fn.__autofuse_source__ = source
+    return fn

@@ -1,0 +1,44 @@
+// The reference interpreter: runs a Graph on host tensors with eager PyTorch's semantics, op by op. It is the golden
+// model every compiled kernel is checked against, so it favours exactness and clarity over speed.
+//
+// Arithmetic is carried out in float64 for floating dtypes and in int64 (two's complement, wrapping) for integer and
+// bool dtypes; after each node the result is rounded to the node's dtype, as eager rounds after each op (for f16/bf16
+// eager computes in f32 and rounds to the storage type: the interpreter rounds f64 -> f32 -> f16/bf16, which gives the
+// same value whenever the f32 result is correctly rounded). Where eager's own result depends on how it is computed
+// (see interp_scalar.h: the sign of a zero from maximum/minimum, reductions in another summation order, SLEEF's
+// transcendental functions), the interpreter gives the mathematically best answer and the tests allow that freedom.
+//
+// Errors are IRError. Run-time errors name the node in the form `%v = op(%a, %b): what went wrong`, e.g. an integer
+// division by zero (eager raises ZeroDivisionError), amax/amin/argmax/argmin over zero elements (eager raises), a
+// slice whose bounds are out of range for the actual sizes, or an extern node (the interpreter cannot run it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autofuse/ir/graph.h"
+#include "autofuse/ir/symbolic.h"
+#include "autofuse/ir/tensor.h"
+
+namespace autofuse {
+
+/// Bind the graph's size symbols from the actual input tensors: one tensor per graph input, in Graph::inputs() order.
+/// A dimension whose size expression is a symbol binds it; a dimension of the form k*s + c (k != 0) with one unbound
+/// symbol s is solved for s. Afterwards every input dimension must evaluate to the tensor's size.
+/// Throws IRError naming the input when the input count, a rank, a dtype or a size conflicts, or when a symbol used by
+/// the graph cannot be determined from the inputs.
+Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs);
+
+/// The concrete sizes of every graph output under the bindings, in Graph::outputs() order.
+/// Throws IRError when a size evaluates negative or a symbol is unbound.
+std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b);
+
+/// Run the graph. Inputs may have any strides (including 0 for expanded dims). Returns one new contiguous tensor per
+/// graph output, owning its storage. Throws IRError (see the header comment).
+std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs);
+
+/// Run the graph and write the outputs into caller-allocated tensors of any strides (they must have the output's
+/// dtype and sizes; checked, IRError otherwise). Outputs must not overlap the inputs or each other.
+void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs);
+
+}  // namespace autofuse

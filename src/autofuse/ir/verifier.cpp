@@ -1,0 +1,134 @@
+#include "autofuse/ir/verifier.h"
+
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "autofuse/ir/printer.h"
+
+namespace autofuse {
+namespace {
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
+std::string join(const std::set<std::string>& s) {
+  std::string r;
+  for (const auto& x : s) r += (r.empty() ? "" : ", ") + x;
+  return r;
+}
+
+// infer_type's messages start with "OPNAME: "; the verifier's header already names the op.
+std::string strip_op_prefix(const Node& n, const std::string& msg) {
+  std::string prefix = std::string(n.info().name) + ": ";
+  return msg.rfind(prefix, 0) == 0 ? msg.substr(prefix.size()) : msg;
+}
+
+void collect_attr_symbols(const AttrValue& v, std::set<std::string>& out) {
+  if (auto* e = std::get_if<Expr>(&v)) e->collect_symbols(out);
+  if (auto* es = std::get_if<std::vector<Expr>>(&v))
+    for (const auto& e : *es) e.collect_symbols(out);
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Graph& g) : g_(g) {}
+
+  void run() {
+    if (!is_valid_graph_name(g_.name()))
+      throw VerifyError(-1, "graph '" + g_.name() + "': invalid graph name; expected [A-Za-z_][A-Za-z0-9_.]*");
+    for (const auto& n : g_.nodes())
+      if (n.op == OpKind::Input)
+        for (const auto& d : n.shape) d.collect_symbols(bound_);
+    for (size_t i = 0; i < g_.size(); ++i) check_node(static_cast<ValueId>(i));
+    const auto n = static_cast<ValueId>(g_.size());
+    for (size_t i = 0; i < g_.outputs().size(); ++i) {
+      ValueId v = g_.outputs()[i];
+      if (v < 0 || v >= n)
+        throw VerifyError(-1, "return: output " + std::to_string(i) + " refers to value id " + std::to_string(v) +
+                                  ", which does not exist; expected an id in [0, " + std::to_string(n) + ")");
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(ValueId id, const std::string& what) {
+    throw VerifyError(id, node_header(g_, g_.node(id)) + ": " + what);
+  }
+
+  void check_node(ValueId id) {
+    const Node& n = g_.node(id);
+    if (!is_valid_value_name(n.name))
+      fail(id, "invalid value name '" + n.name + "'; expected a non-empty name made of [A-Za-z0-9_.]");
+    auto [it, fresh] = names_.emplace(n.name, id);
+    if (!fresh)
+      fail(id, "value name %" + n.name + " is already used by node " + std::to_string(it->second) +
+                   "; expected unique names");
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ValueId v = n.inputs[k];
+      if (v < 0 || v >= id)
+        fail(id, "input " + std::to_string(k) + " refers to value id " + std::to_string(v) +
+                     ", which is not defined before this node; expected an id in [0, " + std::to_string(id) +
+                     ") (nodes are in topological order)");
+    }
+    TensorType t;
+    try {
+      t = infer_type(n.op, input_types(g_, n), n.attrs);
+    } catch (const IRError& e) {
+      fail(id, strip_op_prefix(n, e.what()));
+    } catch (const std::overflow_error& e) {
+      fail(id, e.what());
+    } catch (const std::domain_error& e) {
+      fail(id, e.what());
+    }
+    if (t.dtype != n.dtype || t.shape != n.shape)
+      fail(id, "declared type " + print_type(n.type()) + " differs from the op table's; expected " + print_type(t));
+    if (n.op == OpKind::Input && has_attr(n.attrs, "strides")) {
+      const auto& strides = attr_shape(n.attrs, "strides");
+      for (size_t d = 0; d < strides.size(); ++d)
+        if (sym_lt(strides[d], Expr(0)) == Tri::True)
+          fail(id, "stride " + strides[d].str() + " of dim " + std::to_string(d) +
+                       " is negative; expected strides >= 0 (in elements)");
+    }
+    std::set<std::string> used;
+    for (const auto& d : n.shape) d.collect_symbols(used);
+    for (const auto& [name, v] : n.attrs) collect_attr_symbols(v, used);
+    for (const auto& s : used)
+      if (!bound_.count(s))
+        fail(id, "size symbol " + s + " is not bound by any graph input's shape; expected " +
+                     (bound_.empty() ? std::string("no symbols (the input shapes have none)")
+                                     : "one of the input shapes' symbols {" + join(bound_) + "}"));
+  }
+
+  const Graph& g_;
+  std::set<std::string> bound_;
+  std::map<std::string, ValueId> names_;
+};
+
+}  // namespace
+
+bool is_valid_value_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!is_name_char(c)) return false;
+  return true;
+}
+
+bool is_valid_graph_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9') || name[0] == '.') return false;
+  return is_valid_value_name(name);
+}
+
+std::string node_header(const Graph& g, const Node& n) {
+  std::string s = "%" + n.name + " = " + std::string(n.info().name) + "(";
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    ValueId v = n.inputs[i];
+    bool ok = v >= 0 && static_cast<size_t>(v) < g.size();
+    s += (i ? ", %" : "%") + (ok ? g.node(v).name : std::string("?"));
+  }
+  return s + ")";
+}
+
+void verify(const Graph& g) { Verifier(g).run(); }
+
+}  // namespace autofuse

@@ -1,0 +1,40 @@
+// The IR verifier: checks every structural and typing rule of a Graph (see verify()).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "autofuse/ir/graph.h"
+
+namespace autofuse {
+
+/// A verification failure. The message names the node ("%v = add(%a, %b): what is wrong; expected ...");
+/// node() is that node's id, or -1 for a graph-level problem (graph name, outputs).
+class VerifyError : public IRError {
+ public:
+  VerifyError(ValueId node, const std::string& message) : IRError(message), node_(node) {}
+  ValueId node() const { return node_; }
+
+ private:
+  ValueId node_;
+};
+
+/// Check a graph, throwing VerifyError at the first violation of:
+///  - names: the graph name matches [A-Za-z_][A-Za-z0-9_.]*, every value name is non-empty, made of [A-Za-z0-9_.]
+///    (so the text form reads it back) and unique;
+///  - topological order: every input of node i is a value id in [0, i);
+///  - typing: the op table's infer_type (arity, attribute kinds, dtype and shape rules) accepts the node, and the
+///    node's stored dtype and shape equal the inferred ones;
+///  - inputs: strides (when given) have the shape's rank and no stride is provably negative;
+///  - symbols: every size symbol used anywhere appears in some graph input's shape (otherwise nothing binds it);
+///  - outputs: every output is a value id of the graph.
+void verify(const Graph& g);
+
+/// "%v = add(%a, %b)": how diagnostics name a node (input ids out of range print as "%?").
+std::string node_header(const Graph& g, const Node& n);
+
+/// The name rules above, for builders that want to check before adding.
+bool is_valid_value_name(std::string_view name);
+bool is_valid_graph_name(std::string_view name);
+
+}  // namespace autofuse

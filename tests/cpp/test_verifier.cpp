@@ -1,0 +1,135 @@
+// Verifier tests: each rule it enforces, with the message asserted.
+#include <gtest/gtest.h>
+
+#include "autofuse/ir/parser.h"
+#include "autofuse/ir/verifier.h"
+
+namespace autofuse {
+namespace {
+
+// The verifier's message for g, or "ok".
+std::string verify_error(const Graph& g) {
+  try {
+    verify(g);
+  } catch (const VerifyError& e) {
+    return e.what();
+  }
+  return "ok";
+}
+
+Graph two_node_graph() {
+  Graph g("g");
+  Shape s{Expr::sym("s0"), Expr(4)};
+  ValueId x = g.add_input("x", DType::Float32, s);
+  ValueId y = g.add(OpKind::Exp, {x}, {}, "y");
+  g.set_outputs({y});
+  return g;
+}
+
+TEST(Verifier, AcceptsWellFormedGraphs) {
+  Graph g = two_node_graph();
+  EXPECT_EQ(verify_error(g), "ok");
+  Graph empty("e");
+  EXPECT_EQ(verify_error(empty), "ok");
+}
+
+TEST(Verifier, TopologicalOrder) {
+  Graph g = two_node_graph();
+  g.mutable_node(1).inputs = {1};  // y uses itself
+  EXPECT_EQ(verify_error(g),
+            "%y = exp(%y): input 0 refers to value id 1, which is not defined before this node; expected an id in "
+            "[0, 1) (nodes are in topological order)");
+  g.mutable_node(1).inputs = {7};
+  EXPECT_EQ(verify_error(g),
+            "%y = exp(%?): input 0 refers to value id 7, which is not defined before this node; expected an id in "
+            "[0, 1) (nodes are in topological order)");
+}
+
+TEST(Verifier, NamesAreUniqueAndPrintable) {
+  Graph g = two_node_graph();
+  g.mutable_node(1).name = "x";
+  EXPECT_EQ(verify_error(g), "%x = exp(%x): value name %x is already used by node 0; expected unique names");
+  g.mutable_node(1).name = "a b";
+  EXPECT_EQ(verify_error(g),
+            "%a b = exp(%x): invalid value name 'a b'; expected a non-empty name made of [A-Za-z0-9_.]");
+  g.mutable_node(1).name = "y";
+  g.set_name("9lives");
+  EXPECT_EQ(verify_error(g), "graph '9lives': invalid graph name; expected [A-Za-z_][A-Za-z0-9_.]*");
+}
+
+TEST(Verifier, DeclaredTypeMustMatchInference) {
+  Graph g = two_node_graph();
+  g.mutable_node(1).dtype = DType::Float16;
+  EXPECT_EQ(verify_error(g), "%y = exp(%x): declared type f16[s0, 4] differs from the op table's; expected f32[s0, 4]");
+  g.mutable_node(1).dtype = DType::Float32;
+  g.mutable_node(1).shape = {Expr::sym("s0")};
+  EXPECT_EQ(verify_error(g), "%y = exp(%x): declared type f32[s0] differs from the op table's; expected f32[s0, 4]");
+}
+
+TEST(Verifier, OpTableRules) {
+  Graph g = two_node_graph();
+  g.mutable_node(1).op = OpKind::Add;  // add(%x) has one input
+  EXPECT_EQ(verify_error(g), "%y = add(%x): takes 2 inputs, got 1");
+  g.mutable_node(1).op = OpKind::Sum;
+  EXPECT_EQ(verify_error(g), "%y = sum(%x): missing attribute 'axes' (ints)");
+  g.mutable_node(1).attrs = {{"axes", std::vector<int64_t>{2}}, {"keepdim", true}};
+  EXPECT_EQ(verify_error(g), "%y = sum(%x): axis 2 is out of range for rank 2");
+  g.mutable_node(1).attrs = {{"axes", int64_t{1}}, {"keepdim", true}};
+  EXPECT_EQ(verify_error(g), "%y = sum(%x): attribute 'axes' must be of kind ints");
+}
+
+TEST(Verifier, InputStrides) {
+  Graph g("g");
+  g.add_input("x", DType::Float32, {Expr::sym("s0"), Expr::sym("s1")}, std::vector<Expr>{Expr::sym("s1"), Expr(-1)});
+  EXPECT_EQ(verify_error(g), "%x = input(): stride -1 of dim 1 is negative; expected strides >= 0 (in elements)");
+  Graph h("h");
+  h.add_input("x", DType::Float32, {Expr::sym("s0")}, std::vector<Expr>{Expr(0) - Expr::sym("s0") - 1});
+  EXPECT_EQ(verify_error(h), "%x = input(): stride -s0 - 1 of dim 0 is negative; expected strides >= 0 (in elements)");
+  // Broadcast (stride 0) and transposed layouts are fine.
+  Graph k("k");
+  k.add_input("x", DType::Float32, {Expr::sym("s0"), Expr::sym("s1")}, std::vector<Expr>{Expr(0), Expr::sym("s0")});
+  EXPECT_EQ(verify_error(k), "ok");
+}
+
+TEST(Verifier, SymbolsMustBeBoundByInputs) {
+  Graph g("g");
+  ValueId x = g.add_input("x", DType::Float32, {Expr::sym("s0") * 2});
+  ValueId f = g.add(OpKind::Full, {},
+                    {{"value", Scalar::of_int(0)}, {"dtype", DType::Float32}, {"shape", Shape{Expr::sym("s0")}}}, "f");
+  g.set_outputs({x, f});
+  EXPECT_EQ(verify_error(g), "ok");  // s0 occurs inside 2*s0
+  g.add(OpKind::Iota, {},
+        {{"length", Expr::sym("n")}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}, "i");
+  EXPECT_EQ(verify_error(g),
+            "%i = iota(): size symbol n is not bound by any graph input's shape; expected one of the input shapes' "
+            "symbols {s0}");
+}
+
+TEST(Verifier, ReportsTheNodeId) {
+  Graph g = two_node_graph();
+  g.mutable_node(1).dtype = DType::Int32;
+  try {
+    verify(g);
+    FAIL() << "expected a VerifyError";
+  } catch (const VerifyError& e) {
+    EXPECT_EQ(e.node(), 1);
+  }
+}
+
+TEST(Verifier, ParserPointsAtTheNode) {
+  try {
+    parse_graph(
+        "graph g(%x: f32[4]) {\n  %y = neg(%x)\n  %f = full() {value=0, dtype=f32, shape=[k]}\n  return %f\n}\n",
+        "v.af");
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_EQ(e.col(), 3);
+    EXPECT_EQ(e.message(),
+              "%f = full(): size symbol k is not bound by any graph input's shape; expected no symbols (the input "
+              "shapes have none)");
+  }
+}
+
+}  // namespace
+}  // namespace autofuse

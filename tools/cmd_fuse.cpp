@@ -1,0 +1,38 @@
+// `autofuse fuse FILE [--dot OUT.svg] [--no-horizontal] [--no-recompute] [--max-nodes N]`: partition a graph into
+// fusion groups; print each group's sub-graph as IR text, then the fusion report (kernel count, bytes per step,
+// merges, refusals with reason codes).
+#include <cstdio>
+#include <iostream>
+
+#include "autofuse/driver/pipeline.h"
+#include "autofuse/fusion/dot.h"
+#include "autofuse/ir/parser.h"
+#include "commands.h"
+
+namespace autofuse::cli {
+
+int cmd_fuse(const Args& args) {
+  ParsedArgs a = parse_args(args, {"dot", "max-nodes", "max-inputs"}, {"no-horizontal", "no-vertical", "no-recompute"});
+  if (a.positional.size() != 1) {
+    std::fprintf(stderr, "usage: autofuse fuse FILE [--dot OUT.svg] [--no-horizontal] [--no-vertical] [--no-recompute] "
+                         "[--max-nodes N] [--max-inputs N]\n");
+    return 2;
+  }
+  Graph g = parse_graph(read_file(a.positional[0]), a.positional[0]);
+  FusionOptions o = default_fusion_options();
+  o.horizontal = !a.has("no-horizontal");
+  o.vertical = !a.has("no-vertical");
+  if (a.has("no-recompute")) o.recompute_max_weight = 0;
+  if (auto n = a.get("max-nodes")) o.max_group_nodes = static_cast<int>(parse_int(*n, "--max-nodes"));
+  if (auto n = a.get("max-inputs")) o.max_group_inputs = static_cast<int>(parse_int(*n, "--max-inputs"));
+  FusedGraph f = run_fusion_pipeline(g, o);
+  std::cout << f.str();
+  std::cout << "kernels: " << f.num_kernels() << "\n";
+  if (auto out = a.get("dot")) {
+    render_dot(fused_graph_dot(f), *out);
+    std::cout << "wrote " << *out << "\n";
+  }
+  return 0;
+}
+
+}  // namespace autofuse::cli
