@@ -5,9 +5,9 @@ Use it from PyTorch with ``torch.compile(model, backend="autofuse")``, or build 
 """
 
 from autofuse.ir import (DType, Graph, IRError, Node, ParseError, VerifyError, interpret, numpy_dtype, op_names,
-                         op_schema, parse, torch_dtype, verify)
+                         op_schema, parse, parse_expr, torch_dtype, verify)
 
-__all__ = ["DType", "Graph", "Node", "IRError", "ParseError", "VerifyError", "parse", "verify", "interpret",
+__all__ = ["DType", "Graph", "Node", "IRError", "ParseError", "VerifyError", "parse", "parse_expr", "verify", "interpret",
            "op_names", "op_schema", "torch_dtype", "numpy_dtype"]
 
 # The torch.compile backend (registers "autofuse" with Dynamo) and explain(); owned by "torch".

@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from autofuse import _core
-from autofuse._core import DType, Graph, IRError, Node, ParseError, VerifyError, op_names, op_schema, parse, verify
+from autofuse._core import (DType, Graph, IRError, Node, ParseError, VerifyError, op_names, op_schema, parse,
+                            parse_expr, verify)
 
-__all__ = ["DType", "Graph", "Node", "IRError", "ParseError", "VerifyError", "parse", "verify", "op_names",
-           "op_schema", "interpret", "torch_dtype", "numpy_dtype"]
+__all__ = ["DType", "Graph", "Node", "IRError", "ParseError", "VerifyError", "parse", "parse_expr", "verify",
+           "op_names", "op_schema", "interpret", "torch_dtype", "numpy_dtype"]
 
 
 def torch_dtype(dtype: Any):
