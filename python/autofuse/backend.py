@@ -49,6 +49,7 @@ class GraphRecord:
     reason: str = ""
     compile_seconds: float = 0.0
     fusion_report: str = ""
+    program: Optional[Callable] = None  # the generated function (takes the list of arguments)
 
     @property
     def kernels(self) -> List[Step]:
@@ -163,6 +164,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
     record.steps = steps
     fn = build_program(lg, steps, name=f"af_{record.name}")
     record.program_source = fn.__autofuse_source__
+    record.program = fn
     record.compile_seconds = time.perf_counter() - t0
     from .debug import maybe_dump
 

@@ -74,6 +74,8 @@ class LoweredGraph:
     lowered_ops: Counter = field(default_factory=Counter)
     #: FX node -> Python expression of a SymInt-valued node, over the IR symbol variables
     sym_nodes: Dict[torch.fx.Node, str] = field(default_factory=dict)
+    #: LNode index of an IR input -> the constant tensor it holds (get_attr nodes)
+    const_inputs: Dict[int, torch.Tensor] = field(default_factory=dict)
     #: FX node -> LNode index (or tuple of indices for multi-output lowerings)
     fx_value: Dict[torch.fx.Node, Any] = field(default_factory=dict)
 
@@ -247,7 +249,7 @@ class Lowerer:
             elif node.op == "output":
                 self._output(node)
             elif node.op == "get_attr":
-                raise UnsupportedGraph(f"get_attr node {node.name}")
+                self._get_attr(node)
             else:
                 raise UnsupportedGraph(f"FX node kind {node.op} ({node.name})")
         return g
@@ -280,6 +282,21 @@ class Lowerer:
         g.nodes[v].name = node.name
         g.arg_nodes[i] = v
         g.fx_value[node] = v
+
+    def _get_attr(self, node: torch.fx.Node) -> None:
+        """A constant tensor held by the GraphModule: an IR input whose value the program supplies itself."""
+        obj = self.gm
+        for part in str(node.target).split("."):
+            obj = getattr(obj, part)
+        if not isinstance(obj, torch.Tensor) or obj.dtype not in DTYPE_TO_IR:
+            raise UnsupportedGraph(f"get_attr node {node.name} is not a tensor of an IR dtype")
+        shape = tuple(int(s) for s in obj.shape)
+        strides = tuple(int(s) for s in obj.stride())
+        attrs = {} if _is_contiguous(shape, strides) else {"strides": strides}
+        v = self.add("input", [], attrs, obj.dtype, shape, fx=node)
+        self.g.nodes[v].name = node.name
+        self.g.const_inputs[v] = obj
+        self.g.fx_value[node] = v
 
     def _call(self, node: torch.fx.Node) -> None:
         g = self.g

@@ -114,7 +114,10 @@ def evaluate(lg: LoweredGraph, args: Sequence[Any], run_extern: Callable[[LNode,
     inputs = {v: k for k, v in lg.arg_nodes.items()}
     env: Dict[int, Any] = {}
     for i, n in enumerate(lg.nodes):
-        env[i] = args[inputs[i]] if n.op == "input" else eval_node(lg, i, env, bindings, run_extern)
+        if n.op == "input":
+            env[i] = lg.const_inputs[i] if i in lg.const_inputs else args[inputs[i]]
+        else:
+            env[i] = eval_node(lg, i, env, bindings, run_extern)
     out = []
     for kind, v in lg.outputs:
         if kind == "node":

@@ -29,6 +29,15 @@ from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 
 
+#: Kernel launches made by generated programs (one list slot: a cheap in-place counter tests read).
+LAUNCHES = [0]
+
+
+def kernel_launches() -> int:
+    """How many kernel steps generated programs have run in this process."""
+    return LAUNCHES[0]
+
+
 @dataclass
 class Step:
     """One unit of work in the generated program. ``run`` is ``fn(inputs, outputs)`` for kernels; for host steps
@@ -80,7 +89,7 @@ class _Emitter:
     def __init__(self, lg: LoweredGraph) -> None:
         self.lg = lg
         self.lines: List[str] = []
-        self.globals: Dict[str, Any] = {"empty": torch.empty}
+        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -113,6 +122,42 @@ class _Emitter:
         return self.const(a)
 
 
+def _step_reads(lg: LoweredGraph, st: Step) -> List[int]:
+    """Program variables a step reads (externs: the LNodes behind every FX argument)."""
+    if st.kind != "extern":
+        return list(st.inputs)
+    reads: List[int] = []
+    for v in st.nodes:
+        n = lg.nodes[v]
+        reads.extend(n.inputs)
+        stack = list(n.fx.args) + list(n.fx.kwargs.values())
+        while stack:
+            a = stack.pop()
+            if isinstance(a, (list, tuple)):
+                stack.extend(a)
+            elif isinstance(a, torch.fx.Node):
+                fv = lg.fx_value.get(a)
+                if isinstance(fv, int):
+                    reads.append(fv)
+                elif isinstance(fv, tuple):
+                    reads.extend(fv)
+    return reads
+
+
+def _last_uses(lg: LoweredGraph, steps: List[Step]) -> Dict[int, List[int]]:
+    """step index -> program variables whose last reader is that step (graph outputs and inputs excluded)."""
+    keep = {v for k, v in lg.outputs if k == "node"}
+    last: Dict[int, int] = {}
+    for k, st in enumerate(steps):
+        for v in _step_reads(lg, st):
+            last[v] = k
+    out: Dict[int, List[int]] = {}
+    for v, k in last.items():
+        if v not in keep and lg.nodes[v].op != "input":
+            out.setdefault(k, []).append(v)
+    return {k: sorted(vs) for k, vs in out.items()}
+
+
 def shape_py(lg: LoweredGraph, shape) -> str:
     parts = [lg.symbols.py(s) for s in shape]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
@@ -130,7 +175,12 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         L.append(f"    _bind = {{{items}}}")
     for i, v in lg.arg_nodes.items():
         L.append(f"    v{v} = args[{i}]")
+    for v, t in lg.const_inputs.items():
+        L.append(f"    v{v} = {e.const(t, 'T')}")
+    last_use = _last_uses(lg, steps)
     for k, st in enumerate(steps):
+        if k > 0 and last_use.get(k - 1):
+            L.append("    del " + ", ".join(f"v{v}" for v in last_use[k - 1]))
         ins = ", ".join(f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
             for o in st.outputs:
@@ -140,6 +190,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
             L.append(f"    {fn}([{ins}], [{outs}]{extra})  # {st.name}")
+            L.append("    LAUNCHES[0] += 1")
         elif st.kind == "host":
             fn = e.const(st.run, "H")
             outs = "".join(f"v{o}, " for o in st.outputs)

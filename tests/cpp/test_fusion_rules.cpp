@@ -217,6 +217,23 @@ TEST(FusionRules, DeadNodesAreDroppedAndOutputsOfInputsWork) {
   EXPECT_EQ(f.groups[0].nodes, (std::vector<ValueId>{n}));
 }
 
+TEST(FusionRules, KernelLearnsEverySizeFromItsInputs) {
+  // The broadcast of a [s1] bias to [s0, s1] is a kernel of its own: it reads the bias, and x only for s0.
+  Graph g("size_inputs");
+  ValueId x = g.add_input("x", DType::Float32, {S("s0"), S("s1")});
+  ValueId bias = g.add_input("bias", DType::Float32, {S("s1")});
+  ValueId b = g.add(OpKind::BroadcastTo, {bias}, {{"shape", Shape{S("s0"), S("s1")}}});
+  ValueId mm = g.add(OpKind::Extern, {x},
+                     {{"name", std::string("aten.mm")}, {"dtype", DType::Float32}, {"shape", Shape{S("s0"), S("s1")}}});
+  g.set_outputs({b, mm});
+  FusedGraph f = fuse(g);
+  ASSERT_EQ(f.num_kernels(), 1) << f.str();
+  const FusionGroup& k = f.groups[0].kind == GroupKind::Kernel ? f.groups[0] : f.groups[1];
+  EXPECT_EQ(k.size_inputs, (std::vector<ValueId>{x}));
+  EXPECT_EQ(k.inputs, (std::vector<ValueId>{x, bias}));
+  EXPECT_EQ(k.bytes_fused, 1024 * 4 + 1024 * 1024 * 4);  // x is not read: bias in, the broadcast out
+}
+
 TEST(FusionRules, BroadcastOutputGetsAHomeKernel) {
   Graph g("bcast_out");
   ValueId x = g.add_input("x", DType::Float32, {S("s1")});

@@ -205,6 +205,9 @@ TEST(InterpSelect, WhereAndClamp) {
   auto i = itensor(DType::Int32, {-5, 0, 7});
   EXPECT_EQ(ivalues(run_op(OpKind::Clamp, {i}, {{"min", Scalar::of_int(-1)}, {"max", Scalar::of_int(4)}})),
             (std::vector<int64_t>{-1, 0, 4}));
+  // Bounds convert to the dtype first, as eager's kernel does: -2 as u8 is 254.
+  auto u = itensor(DType::UInt8, {0, 255});
+  EXPECT_EQ(ivalues(run_op(OpKind::Clamp, {u}, {{"min", Scalar::of_int(-2)}})), (std::vector<int64_t>{254, 255}));
 }
 
 TEST(InterpSources, ConstantFullIota) {

@@ -58,6 +58,39 @@ int64_t node_unfused_bytes(const Graph& g, ValueId v, const Bindings& b) {
   return t;
 }
 
+/// A kernel learns its sizes from its inputs' shapes. When its sub-graph uses a size symbol that none of its inputs'
+/// shapes carries (a broadcast of a bias to [s0, s1], a `full` source), add a graph input whose shape has the symbol,
+/// read for its sizes only (FusionGroup::size_inputs).
+void add_size_inputs(const Graph& g, FusionGroup& fg) {
+  std::set<std::string> bound, used;
+  for (ValueId v : fg.inputs)
+    for (const Expr& d : g.node(v).shape) d.collect_symbols(bound);
+  for (ValueId v : fg.nodes) {
+    const Node& n = g.node(v);
+    for (const Expr& d : n.shape) d.collect_symbols(used);
+    for (const auto& [k, a] : n.attrs) {
+      if (auto* e = std::get_if<Expr>(&a)) e->collect_symbols(used);
+      if (auto* es = std::get_if<std::vector<Expr>>(&a))
+        for (const Expr& e : *es) e.collect_symbols(used);
+    }
+  }
+  for (const std::string& sym : used) {
+    if (bound.count(sym)) continue;
+    for (ValueId in : g.inputs()) {
+      std::set<std::string> syms;
+      for (const Expr& d : g.node(in).shape) d.collect_symbols(syms);
+      if (!syms.count(sym)) continue;
+      fg.size_inputs.push_back(in);
+      fg.inputs.push_back(in);
+      bound.insert(syms.begin(), syms.end());
+      break;
+    }
+  }
+  std::sort(fg.inputs.begin(), fg.inputs.end());
+  fg.inputs.erase(std::unique(fg.inputs.begin(), fg.inputs.end()), fg.inputs.end());
+  std::sort(fg.size_inputs.begin(), fg.size_inputs.end());
+}
+
 }  // namespace
 
 FusedGraph fuse(const Graph& g, const FusionOptions& o) {
@@ -88,12 +121,14 @@ FusedGraph fuse(const Graph& g, const FusionOptions& o) {
     fg.outputs = ios[gi].outputs;
     for (ValueId v : pg.members)
       if (p.containing[v].size() > 1) fg.recomputed.push_back(v);
+    add_size_inputs(g, fg);
     fg.subgraph = build_subgraph(g, fg.name, fg.nodes, fg.inputs, fg.outputs);
     if (fg.kind == GroupKind::Kernel) {
       if (auto r = check_space(g, fg.nodes, fg.outputs, &fg.space))
         throw IRError("fusion: internal error: group " + fg.name + " breaks a kernel rule: " + r->message);
     }
-    for (ValueId v : fg.inputs) fg.bytes_fused += read_bytes(g, v, b);
+    for (ValueId v : fg.inputs)
+      if (!std::binary_search(fg.size_inputs.begin(), fg.size_inputs.end(), v)) fg.bytes_fused += read_bytes(g, v, b);
     for (ValueId v : fg.outputs) fg.bytes_fused += value_bytes(g, v, b);
     for (ValueId v : fg.nodes)
       if (!counted[v]) {
@@ -162,6 +197,7 @@ std::string FusedGraph::str() const {
       s += "; domain " + shape_str(fg.space.domain);
       if (fg.space.has_reduce) s += ", reduces " + axes_str(fg.space.reduce_axes);
       if (!fg.recomputed.empty()) s += "; recomputes " + names(fg.recomputed);
+      if (!fg.size_inputs.empty()) s += "; sizes only from " + names(fg.size_inputs);
     }
     s += "\n" + print_graph(fg.subgraph);
   }

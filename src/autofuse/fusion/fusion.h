@@ -37,6 +37,9 @@ struct FusionGroup {
   std::vector<ValueId> recomputed;  ///< the subset of `nodes` also computed elsewhere (cheap values duplicated)
   std::vector<ValueId> inputs;      ///< values read from outside (graph inputs or other groups' outputs), ascending
   std::vector<ValueId> outputs;     ///< values this group writes that are needed outside, ascending
+  /// The subset of `inputs` read for their sizes only: graph inputs added so that the kernel can bind every size
+  /// symbol it uses from its inputs' shapes (e.g. a broadcast of a [s1] bias to [s0, s1] learns s0 from one).
+  std::vector<ValueId> size_inputs;
   /// Kernel: a standalone Graph whose inputs are `inputs` (same names) and outputs `outputs` (same order).
   /// Extern / Host: a Graph with the single node and its inputs, for printing and for running the step.
   Graph subgraph;

@@ -1,5 +1,6 @@
 // The interpreter's source and elementwise ops: constant, full, iota, the unary and binary ops, predicates, where,
 // clamp and cast. Inputs broadcast NumPy-style against the node's output sizes.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -124,39 +125,29 @@ Value where(const NodeContext& c, const Value& cond, const Value& a, const Value
 }
 
 /// clamp(x, min, max) = minimum(maximum(x, min), max): NaN in x or in a bound gives NaN; min > max gives max.
-/// Bounds are converted to a floating dtype first (eager converts the Scalar to the tensor's type); for an integer
-/// dtype an integer bound compares exactly and a floating bound compares as float64, the result then truncated.
+/// Each bound is first converted to the tensor's dtype, as eager's kernel does (Scalar::to<scalar_t>): rounded for
+/// floating dtypes, wrapped for integer ones (so clamp(u8, min=-2) clamps at 254, as eager does).
 Value clamp(const NodeContext& c, const Value& x) {
   Value out = Value::zeros(c.node.dtype, c.out_sizes);
   const Attrs& at = c.node.attrs;
   const bool has_lo = has_attr(at, "min"), has_hi = has_attr(at, "max");
-  const Scalar lo = has_lo ? attr_scalar(at, "min") : Scalar{}, hi = has_hi ? attr_scalar(at, "max") : Scalar{};
+  double flo = 0, fhi = 0;
+  int64_t ilo = 0, ihi = 0;
+  if (has_lo) scalar_to_dtype(attr_scalar(at, "min"), x.dtype, flo, ilo);
+  if (has_hi) scalar_to_dtype(attr_scalar(at, "max"), x.dtype, fhi, ihi);
   const int64_t n = out.numel();
-  if (x.is_float()) {
-    const double flo = has_lo ? round_float(lo.as_double(), x.dtype) : 0, fhi = has_hi ? round_float(hi.as_double(), x.dtype) : 0;
-    for (int64_t k = 0; k < n; ++k) {
+  for (int64_t k = 0; k < n; ++k) {
+    if (x.is_float()) {
       double v = x.f[k];
       if (has_lo) v = maximum_f(v, flo);
       if (has_hi) v = minimum_f(v, fhi);
       out.f[k] = v;
+    } else {
+      int64_t v = x.i[k];
+      if (has_lo) v = std::max(v, ilo);
+      if (has_hi) v = std::min(v, ihi);
+      out.i[k] = v;
     }
-    return out;
-  }
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t v = x.i[k];
-    if (has_lo) {
-      if (lo.is_int)
-        v = std::max(v, lo.i);
-      else if (std::isnan(lo.f) || static_cast<double>(v) < lo.f)
-        v = cast_float_to_int(lo.f, x.dtype);
-    }
-    if (has_hi) {
-      if (hi.is_int)
-        v = std::min(v, hi.i);
-      else if (std::isnan(hi.f) || static_cast<double>(v) > hi.f)
-        v = cast_float_to_int(hi.f, x.dtype);
-    }
-    out.i[k] = wrap_int(v, x.dtype);
   }
   return out;
 }

@@ -1,0 +1,115 @@
+"""The native path of the backend: LoweredGraph -> ``autofuse._core.Graph`` -> fuse -> one compiled Kernel per group.
+
+``to_core`` builds the C++ graph with the bindings' builder (``Graph.add_input / add / set_outputs``; dtypes as IR
+names, sizes as ints or expression strings). ``plan_native`` runs the fusion pass (``_core.fuse``) and turns its
+groups (topologically ordered) into program Steps; each Kernel group is compiled with ``_core.Kernel.compile``. A
+kernel that fails to compile keeps its ops, run eagerly by the reference evaluator, with a warning (AUTOFUSE_STRICT=1
+raises). Compiled kernels are memoized by their IR text, so an identical group (same structure, dtypes and sizes) in
+another graph reuses the Kernel object; kernels of another size share the C++ module through the runtime's cache.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, List, Tuple
+
+from .lowering import DTYPE_TO_IR, LoweredGraph
+from .program import Step
+
+_KERNELS: Dict[str, Any] = {}
+
+
+def _attrs(lg: LoweredGraph, n) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for k, v in n.attrs.items():
+        if k in ("shape", "strides"):
+            out[k] = [lg.symbols.ir(s) for s in v]
+        elif k == "length":
+            out[k] = lg.symbols.ir(v)
+        else:
+            out[k] = v
+    if n.op == "extern":
+        out["dtype"] = DTYPE_TO_IR[n.dtype]
+        out["shape"] = [lg.symbols.ir(s) for s in n.shape]
+    return out
+
+
+def to_core(lg: LoweredGraph, core, name: str = "main") -> Tuple[Any, List[int]]:
+    """Build the C++ Graph of ``lg``; returns it and the value id of every LNode (in order)."""
+    g = core.Graph(name)
+    vid: List[int] = []
+    for n in lg.nodes:
+        if n.op == "input":
+            strides = n.attrs.get("strides")
+            v = g.add_input(n.name, DTYPE_TO_IR[n.dtype], [lg.symbols.ir(s) for s in n.shape],
+                            [lg.symbols.ir(s) for s in strides] if strides is not None else None)
+        else:
+            v = g.add(n.op, [vid[i] for i in n.inputs], _attrs(lg, n), n.name)
+        vid.append(v)
+    outs: List[int] = []
+    for kind, v in lg.outputs:
+        if kind == "node" and vid[v] not in outs:
+            outs.append(vid[v])
+    g.set_outputs(outs)
+    return g, vid
+
+
+def _get(obj, name: str):
+    v = getattr(obj, name, None)
+    return v() if callable(v) else v
+
+
+def _kind(group) -> str:
+    k = str(_get(group, "kind")).lower()
+    for word in ("kernel", "extern", "host"):
+        if word in k:
+            return word
+    raise ValueError(f"unknown fusion group kind {k}")
+
+
+def compile_kernel(core, subgraph):
+    """Compile one kernel sub-graph, memoized by its IR text."""
+    key = str(subgraph)
+    k = _KERNELS.get(key)
+    if k is None:
+        k = core.Kernel.compile(subgraph)
+        _KERNELS[key] = k
+    return k
+
+
+def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
+    """Fuse and compile ``lg``; returns the program steps in topological order."""
+    from . import _core as core  # type: ignore
+
+    g, vid = to_core(lg, core, record.name)
+    lnode = {v: i for i, v in enumerate(vid)}
+    fused = core.fuse(g)
+    report = _get(fused, "report")
+    record.fusion_report = str(report) if report is not None else ""
+    steps: List[Step] = []
+    for grp in _get(fused, "groups"):
+        kind = _kind(grp)
+        nodes = [lnode[v] for v in _get(grp, "nodes")]
+        st = Step(kind, nodes, [lnode[v] for v in _get(grp, "inputs")], [lnode[v] for v in _get(grp, "outputs")],
+                  name=str(_get(grp, "name") or f"{kind}{len(steps)}"))
+        if kind == "extern":
+            # one extern node per group; keep graph order
+            st.nodes.sort()
+        if kind == "kernel":
+            sub = _get(grp, "subgraph")
+            st.info["ir"] = str(sub)
+            try:
+                k = compile_kernel(core, sub)
+                st.kernel = k
+                st.run = k.run
+                st.info["source"] = _get(k, "source")
+                tiling = getattr(k, "tiling_report", None)
+                if tiling is not None:
+                    st.info["tiling"] = str(_get(k, "tiling_report"))
+            except Exception as e:  # noqa: BLE001 - any compile failure falls back
+                if strict:
+                    raise
+                warnings.warn(f"autofuse: kernel {st.name} failed to compile; its ops run in ATen: {e}")
+                st.info["error"] = str(e)
+        steps.append(st)
+    return steps

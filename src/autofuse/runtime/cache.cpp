@@ -1,0 +1,298 @@
+#include "autofuse/runtime/cache.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "autofuse/runtime/cache_dir.h"
+#include "autofuse/runtime/hash.h"
+#include "autofuse/runtime/isa.h"
+
+namespace autofuse {
+namespace {
+
+constexpr const char* kLayout = "v1";
+
+std::atomic<int64_t> g_compiles{0}, g_disk_hits{0}, g_memory_hits{0}, g_rebuilt{0};
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+std::string sanitize_hint(const std::string& hint) {
+  std::string out;
+  for (char c : hint) {
+    if (out.size() >= 48) break;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  return out.empty() ? std::string("kernel") : out;
+}
+
+void remove_tree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+/// The helper headers (af_*.h) of kernel_header_source_dir(): names and contents, sorted by name.
+struct HeaderSet {
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string hash;  // SHA-256 over names and contents
+};
+
+/// Reads the helper headers, memoised on the directory's and files' modification times.
+HeaderSet load_headers() {
+  static std::mutex mu;
+  static std::string memo_stamp;
+  static HeaderSet memo;
+  std::string dir = kernel_header_source_dir();
+  std::vector<std::string> names;
+  std::string stamp = dir;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n.rfind("af_", 0) == 0 && n.compare(n.size() - 2, 2, ".h") == 0) names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  for (auto& n : names) {
+    struct stat st;
+    if (::stat((dir + "/" + n).c_str(), &st) == 0) {
+      stamp += "|" + n + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+               std::to_string(st.st_mtim.tv_nsec);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (stamp == memo_stamp && !memo.hash.empty()) return memo;
+  HeaderSet set;
+  Sha256 h;
+  for (auto& n : names) {
+    std::string text;
+    if (!read_file(dir + "/" + n, &text)) continue;
+    h.update_field(n);
+    h.update_field(text);
+    set.files.emplace_back(n, std::move(text));
+  }
+  set.hash = h.hex_digest();
+  memo_stamp = stamp;
+  memo = set;
+  return set;
+}
+
+/// Copies the helper headers into v1/include/<hash>/ (once; atomic rename) and returns that directory; "" if there
+/// are none.
+std::string install_headers(const HeaderSet& set) {
+  if (set.files.empty()) return "";
+  std::string root = cache_subdir(std::string(kLayout) + "/include");
+  std::string target = root + "/" + set.hash.substr(0, 24);
+  struct stat st;
+  if (::stat(target.c_str(), &st) == 0) return target;
+  std::string tmp = cache_subdir(std::string(kLayout) + "/tmp") + "/include-" + unique_suffix();
+  make_private_dirs(tmp);
+  for (auto& [name, text] : set.files) write_file(tmp + "/" + name, text);
+  if (::rename(tmp.c_str(), target.c_str()) != 0) remove_tree(tmp);  // lost the race: another copy is installed
+  return target;
+}
+
+std::string compute_key(const std::string& source, const HeaderSet& headers) {
+  const CompilerInfo& cc = compiler_info();
+  Sha256 h;
+  h.update_field("autofuse-kernel-cache-v1");
+  h.update_field(source);
+  h.update_field(headers.hash);
+  for (auto& word : cc.command) h.update_field(word);
+  h.update_field(cc.version);
+  h.update_field(kernel_compile_flags());
+  h.update_field(host_isa());
+  return h.hex_digest();
+}
+
+std::string entry_dir_in(const std::string& dir, const std::string& key) {
+  return dir + "/" + kLayout + "/kernels/" + key.substr(0, 2) + "/" + key;
+}
+
+std::string meta_text(const std::string& binary, const std::string& source_name) {
+  return "size " + std::to_string(binary.size()) + "\nchecksum " + std::to_string(checksum64(binary)) +
+         "\nsource " + source_name + "\n";
+}
+
+/// True if entry/kernel.so matches the size and checksum recorded in entry/meta.
+bool verify_entry(const std::string& entry) {
+  std::string meta, binary;
+  if (!read_file(entry + "/meta", &meta) || !read_file(entry + "/kernel.so", &binary)) return false;
+  std::string expect_size = "size " + std::to_string(binary.size()) + "\n";
+  std::string expect_sum = "checksum " + std::to_string(checksum64(binary)) + "\n";
+  return meta.rfind(expect_size, 0) == 0 && meta.find(expect_sum) == expect_size.size();
+}
+
+/// Compiles source in a fresh temporary directory; returns that directory (holding kernel.so and the source).
+/// On failure the source is moved to v1/failed/ and CompileError names it.
+std::string build_in_temp(const std::string& source, const std::string& hint, const std::string& key,
+                          const std::string& include_dir) {
+  std::string tmp = cache_subdir(std::string(kLayout) + "/tmp") + "/build-" + key.substr(0, 16) + "-" +
+                    unique_suffix();
+  make_private_dirs(tmp);
+  std::string src = tmp + "/" + hint + ".cpp";
+  write_file(src, source);
+  try {
+    std::vector<std::string> includes;
+    if (!include_dir.empty()) includes.push_back(include_dir);
+    run_compiler(src, tmp + "/kernel.so", includes);
+  } catch (const CompileError& e) {
+    std::string kept = cache_subdir(std::string(kLayout) + "/failed") + "/" + hint + "-" + key.substr(0, 16) + ".cpp";
+    if (::rename(src.c_str(), kept.c_str()) != 0) kept = src;
+    else remove_tree(tmp);
+    throw CompileError("kernel '" + hint + "' failed to compile", e.compiler_output(), kept, e.command());
+  }
+  return tmp;
+}
+
+/// The disk-cache path of compile_module: verify and load an entry, or build and install one.
+std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string& key, const std::string& source,
+                                      const std::string& hint, const std::string& include_dir, bool* hit) {
+  std::string entry = entry_dir_in(dir, key);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    struct stat st;
+    if (::stat(entry.c_str(), &st) == 0) {
+      if (verify_entry(entry)) {
+        try {
+          auto m = Module::load(entry + "/kernel.so");
+          ++g_disk_hits;
+          *hit = true;
+          return m;
+        } catch (const std::runtime_error&) {
+          // Falls through: a verified file that does not load is treated as corrupt too.
+        }
+      }
+      // Corrupt: move it out of the way atomically (a concurrent reader sees either it or nothing), then rebuild.
+      std::string trash = dir + "/" + kLayout + "/tmp/corrupt-" + key.substr(0, 16) + "-" + unique_suffix();
+      if (::rename(entry.c_str(), trash.c_str()) == 0) {
+        remove_tree(trash);
+        ++g_rebuilt;
+      }
+    }
+    std::string tmp = build_in_temp(source, hint, key, include_dir);
+    std::string binary;
+    if (!read_file(tmp + "/kernel.so", &binary)) {
+      remove_tree(tmp);
+      throw std::runtime_error("compiled kernel " + tmp + "/kernel.so cannot be read");
+    }
+    write_file(tmp + "/meta", meta_text(binary, hint + ".cpp"));
+    ++g_compiles;
+    make_private_dirs(entry.substr(0, entry.rfind('/')));
+    if (::rename(tmp.c_str(), entry.c_str()) != 0) {
+      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
+      remove_tree(tmp);
+      continue;
+    }
+    *hit = false;
+    return Module::load(entry + "/kernel.so");
+  }
+  throw std::runtime_error("kernel cache entry " + entry + " keeps failing verification after rebuilds");
+}
+
+/// AUTOFUSE_FORCE_DISABLE_CACHES: compile into a temporary directory, load, and delete the files.
+std::shared_ptr<Module> compile_uncached(const std::string& source, const std::string& hint,
+                                         const std::string& key, const std::string& include_dir) {
+  std::string tmp = build_in_temp(source, hint, key, include_dir);
+  ++g_compiles;
+  // A unique file name: dlopen would return an already loaded object of the same path.
+  std::string so = tmp + "/kernel-" + unique_suffix() + ".so";
+  std::shared_ptr<Module> m;
+  try {
+    if (::rename((tmp + "/kernel.so").c_str(), so.c_str()) != 0) throw std::runtime_error("cannot rename " + so);
+    m = Module::load(so);
+  } catch (...) {
+    remove_tree(tmp);
+    throw;
+  }
+  remove_tree(tmp);  // the mapping outlives the file
+  return m;
+}
+
+std::mutex g_mu;
+std::map<std::string, std::shared_future<std::shared_ptr<Module>>> g_loaded;  // cache_dir + "/" + key
+
+}  // namespace
+
+std::string module_cache_key(const std::string& source) { return compute_key(source, load_headers()); }
+
+std::string module_entry_dir(const std::string& key) { return entry_dir_in(cache_dir(), key); }
+
+CompileResult compile_module(const std::string& source, const std::string& name_hint) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::string hint = sanitize_hint(name_hint);
+  std::string dir = cache_dir();
+  HeaderSet headers = load_headers();
+  std::string include_dir = install_headers(headers);
+  std::string key = compute_key(source, headers);
+
+  if (env_flag("AUTOFUSE_FORCE_DISABLE_CACHES")) {
+    auto m = compile_uncached(source, hint, key, include_dir);
+    return {m, false, elapsed()};
+  }
+
+  std::string mkey = dir + "/" + key;
+  std::promise<std::shared_ptr<Module>> promise;
+  {
+    std::unique_lock<std::mutex> lock(g_mu);
+    auto it = g_loaded.find(mkey);
+    if (it != g_loaded.end()) {
+      auto fut = it->second;
+      lock.unlock();
+      auto m = fut.get();  // waits if another thread is compiling it; rethrows its error
+      ++g_memory_hits;
+      return {m, true, elapsed()};
+    }
+    g_loaded.emplace(mkey, promise.get_future().share());
+  }
+  try {
+    bool hit = false;
+    auto m = load_or_build(dir, key, source, hint, include_dir, &hit);
+    promise.set_value(m);
+    return {m, hit, elapsed()};
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_loaded.erase(mkey);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+CacheStats cache_stats() {
+  return CacheStats{g_compiles.load(), g_disk_hits.load(), g_memory_hits.load(), g_rebuilt.load()};
+}
+
+void reset_cache_stats() {
+  g_compiles = 0;
+  g_disk_hits = 0;
+  g_memory_hits = 0;
+  g_rebuilt = 0;
+}
+
+void clear_memory_cache() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto it = g_loaded.begin(); it != g_loaded.end();) {
+    // Entries still being compiled stay, so their waiters are not orphaned.
+    if (it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready) it = g_loaded.erase(it);
+    else ++it;
+  }
+}
+
+}  // namespace autofuse

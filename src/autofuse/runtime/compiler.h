@@ -1,0 +1,54 @@
+// The compiler driver: runs the system C++ compiler on a kernel source file and reports its failures.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace autofuse {
+
+/// A kernel failed to compile (or the compiler could not be run). what() holds a one-line summary, the command,
+/// the path of the kept source, and the compiler's output; the parts are also available separately.
+class CompileError : public std::runtime_error {
+ public:
+  CompileError(const std::string& summary, std::string compiler_output, std::string source_path,
+               std::string command);
+  /// Everything the compiler printed (stdout and stderr interleaved).
+  const std::string& compiler_output() const { return compiler_output_; }
+  /// Where the failing source was kept for inspection ("" if it was never written).
+  const std::string& source_path() const { return source_path_; }
+  /// The command line that was run.
+  const std::string& command() const { return command_; }
+
+ private:
+  std::string compiler_output_, source_path_, command_;
+};
+
+/// The C++ compiler kernels are built with: the CXX environment variable (which may carry arguments, e.g.
+/// "ccache g++") or "g++"; `path` is argv[0] resolved through PATH, `version` the first line of `--version`.
+struct CompilerInfo {
+  std::vector<std::string> command;  ///< argv prefix: resolved compiler path and CXX's extra words
+  std::string path;
+  std::string version;
+};
+
+/// The compiler for the current value of CXX, probed once per distinct value (runs `--version`, a few ms).
+/// Throws CompileError if the compiler cannot be found or run.
+const CompilerInfo& compiler_info();
+
+/// Compiles source_path into the shared object output_path with kernel_compile_flags(), the given include dirs,
+/// and -lsleef (linked only if used). Throws CompileError carrying the compiler's output on failure.
+void run_compiler(const std::string& source_path, const std::string& output_path,
+                  const std::vector<std::string>& include_dirs);
+
+/// The directory holding the kernel helper headers (af_*.h) that generated kernels may include: the environment
+/// variable AUTOFUSE_KERNEL_INCLUDE_DIR, else the first of codegen/cpu, runtime/kernel_support (in the source tree
+/// this library was built from) and include/kernel_support next to the loaded library (an installed package) that
+/// holds an af_*.h file. "" if none does (kernels then compile with no helper include directory).
+std::string kernel_header_source_dir();
+
+/// Runs argv (argv[0] looked up in PATH) and waits; returns the exit status (128+signal if killed, 127 if it could
+/// not be started) and stores stdout and stderr, interleaved, in *output.
+int run_process(const std::vector<std::string>& argv, std::string* output);
+
+}  // namespace autofuse

@@ -1,0 +1,85 @@
+#include "autofuse/runtime/isa.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+namespace autofuse {
+namespace {
+
+bool cpu_has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+bool cpu_has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+std::vector<std::string> split_spaces(const char* s) {
+  std::vector<std::string> out;
+  if (s == nullptr) return out;
+  std::istringstream in(s);
+  std::string word;
+  while (in >> word) out.push_back(word);
+  return out;
+}
+
+}  // namespace
+
+std::string probed_isa() {
+  static const std::string isa = [] {
+    __builtin_cpu_init();
+    if (cpu_has_avx512()) return std::string("avx512");
+    if (cpu_has_avx2()) return std::string("avx2");
+    return std::string("scalar");
+  }();
+  return isa;
+}
+
+std::string host_isa() {
+  const char* env = std::getenv("AUTOFUSE_ISA");
+  if (env == nullptr || *env == '\0') return probed_isa();
+  std::string v(env);
+  if (v == "avx512" || v == "avx2" || v == "scalar") return v;
+  throw std::runtime_error("AUTOFUSE_ISA='" + v + "' is not a kernel ISA; expected avx512, avx2 or scalar");
+}
+
+int isa_vector_bytes(const std::string& isa) {
+  if (isa == "avx512") return 64;
+  if (isa == "avx2") return 32;
+  return 16;
+}
+
+std::vector<std::string> isa_flags(const std::string& isa) {
+  // x86-64-v4 = AVX-512 F/BW/CD/DQ/VL; x86-64-v3 = AVX2, FMA, F16C, BMI1/2, MOVBE (the psABI micro-architecture
+  // levels, GCC >= 11 and clang >= 12). -mtune stays generic so the binary does not depend on the build host.
+  if (isa == "avx512") {
+    std::vector<std::string> f = {"-march=x86-64-v4", "-mprefer-vector-width=512"};
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16")) f.push_back("-mavx512bf16");
+    if (__builtin_cpu_supports("avx512fp16")) f.push_back("-mavx512fp16");
+    return f;
+  }
+  if (isa == "avx2") return {"-march=x86-64-v3"};
+  return {"-march=x86-64"};
+}
+
+std::vector<std::string> kernel_compile_flag_list() {
+  // -fno-math-errno lets sqrt and friends inline; no -ffast-math, which would break NaN and signed-zero semantics.
+  std::vector<std::string> flags = {"-std=c++20", "-O3", "-shared", "-fPIC", "-fno-math-errno", "-fno-plt"};
+  for (auto& f : isa_flags(host_isa())) flags.push_back(f);
+  for (auto& f : split_spaces(std::getenv("AUTOFUSE_EXTRA_CXXFLAGS"))) flags.push_back(f);
+  return flags;
+}
+
+std::string kernel_compile_flags() {
+  std::string out;
+  for (auto& f : kernel_compile_flag_list()) {
+    if (!out.empty()) out += ' ';
+    out += f;
+  }
+  return out;
+}
+
+}  // namespace autofuse

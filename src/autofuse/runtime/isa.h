@@ -1,0 +1,31 @@
+// The host's SIMD instruction set, as seen by generated kernels, and the compiler flags that target it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace autofuse {
+
+/// The widest kernel ISA this CPU runs: "avx512" (AVX-512 F+BW+VL+DQ), "avx2" (AVX2+FMA+F16C) or "scalar".
+/// The environment variable AUTOFUSE_ISA (one of those three names) overrides the probe, for tests; any other value
+/// throws std::runtime_error naming the variable. Probed once per process (cpuid through __builtin_cpu_supports).
+std::string host_isa();
+
+/// What the CPU itself supports, ignoring AUTOFUSE_ISA.
+std::string probed_isa();
+
+/// Vector register width in bytes for an ISA name: 64, 32, or 16 for "scalar" (SSE2 is the x86-64 baseline).
+int isa_vector_bytes(const std::string& isa);
+
+/// Code-generation flags for kernels of the given ISA (without -O, -shared, -fPIC): a -march baseline and, for
+/// "avx512", the fp16/bf16 extensions when the CPU has them. Deterministic for a given ISA and CPU.
+std::vector<std::string> isa_flags(const std::string& isa);
+
+/// The full flag string kernels are compiled with for host_isa(): optimisation, PIC, ISA flags, and anything in the
+/// environment variable AUTOFUSE_EXTRA_CXXFLAGS (split on spaces). Part of every cache key.
+std::string kernel_compile_flags();
+
+/// kernel_compile_flags() as an argument list.
+std::vector<std::string> kernel_compile_flag_list();
+
+}  // namespace autofuse

@@ -1,0 +1,238 @@
+"""torch.compile(backend="autofuse") end to end: results against eager, kernels launched, fallbacks, dynamic shapes,
+training. Each test resets Dynamo. Tests that need the native kernel path (C++ fusion + codegen through the bindings)
+skip with that reason when it is not built; everything else also runs on the eager reference path.
+"""
+
+import logging
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import autofuse
+from autofuse import backend
+from autofuse.program import kernel_launches
+
+SEED = random.randrange(1 << 30)
+print(f"test_backend seed {SEED}")
+
+native = pytest.mark.skipif(not backend.has_native_kernels(),
+                            reason="needs autofuse._core.fuse and Kernel (C++ fusion/codegen bindings) built")
+
+
+def run_compiled(fn, *args, dynamic=None, atol=1e-5, rtol=1e-5, calls=1):
+    """Compile fn, check it against eager on args; returns (records of the graphs compiled, launches made)."""
+    torch._dynamo.reset()
+    start, launches = len(backend.RECORDS), kernel_launches()
+    compiled = torch.compile(fn, backend="autofuse", dynamic=dynamic)
+    for _ in range(calls):
+        got = compiled(*args)
+    want = fn(*args)
+    torch.testing.assert_close(got, want, atol=atol, rtol=rtol, equal_nan=True)
+    return backend.RECORDS[start:], kernel_launches() - launches
+
+
+def kernels(records):
+    return [s for r in records for s in r.kernels]
+
+
+def test_backend_is_registered():
+    assert "autofuse" in torch._dynamo.list_backends()
+
+
+def test_pointwise_chain_is_one_kernel():
+    torch.manual_seed(SEED)
+    x, y = torch.randn(33, 65), torch.randn(65)
+    recs, launched = run_compiled(lambda x, y: torch.sigmoid(x * y + 1.5).tanh() - y.exp(), x, y)
+    assert recs and all(r.mode in ("kernels", "reference") for r in recs)
+    assert launched >= 1
+    assert recs[0].lowered.fallbacks == []
+    if recs[0].mode == "kernels":
+        assert len(kernels(recs)) == 1
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.softmax(x, -1),
+    lambda x: torch.log_softmax(x, 1),
+    lambda x: F.layer_norm(x, (x.shape[-1],)),
+    lambda x: F.gelu(x),
+    lambda x: F.gelu(x, approximate="tanh"),
+    lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6),
+    lambda x: F.silu(x) * x,
+], ids=["softmax", "log_softmax", "layer_norm", "gelu", "gelu_tanh", "rms_norm", "silu_mul"])
+def test_fusable_patterns_have_no_fallback(fn):
+    torch.manual_seed(SEED)
+    x = torch.randn(7, 129)
+    recs, launched = run_compiled(fn, x)
+    assert launched >= 1
+    assert [f for r in recs for f in r.lowered.fallbacks] == []
+    if recs[0].mode == "kernels":
+        assert len(kernels(recs)) == 1, [s.name for s in kernels(recs)]
+
+
+def test_mixed_dtypes_and_scalars():
+    torch.manual_seed(SEED)
+    a = torch.randn(16, 8, dtype=torch.float16)
+    b = torch.randn(16, 8)
+    i = torch.randint(-9, 9, (16, 8), dtype=torch.int32)
+    recs, _ = run_compiled(lambda a, b, i: (a * 2 + b) / 3 + i * 0.5 + (i // 4) + (a > 0), a, b, i, atol=1e-3)
+    assert any(n.op == "cast" for n in recs[0].lowered.nodes)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_softmax(dtype):
+    torch.manual_seed(SEED)
+    x = (torch.randn(9, 100) * 3).to(dtype)
+    run_compiled(lambda x: torch.softmax(x, -1) * 2 + x, x, atol=2e-2, rtol=2e-2)
+
+
+def test_non_contiguous_inputs():
+    torch.manual_seed(SEED)
+    base = torch.randn(40, 30)
+    x = base.t()  # transposed
+    y = torch.randn(30, 1).expand(30, 40)  # expanded (stride 0)
+    z = base[::2, ::3]  # strided slice
+    run_compiled(lambda x, y, z: (x * y).exp().sum(-1) + z.sum(), x, y, z)
+
+
+def test_fallback_messages_logged_once(caplog):
+    torch.manual_seed(SEED)
+    caplog.set_level(logging.INFO, logger="autofuse")
+    from autofuse import lowering
+
+    lowering._reported.clear()
+    x = torch.randn(8, 8)
+    run_compiled(lambda x: torch.cumsum(x, 0) * 2 + (x @ x), x)
+    run_compiled(lambda x: torch.cumsum(x, 1) + 1, x)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "autofuse"]
+    cumsum = [m for m in msgs if m.startswith("Fallback aten.cumsum:")]
+    assert len(cumsum) == 1, msgs
+    assert any(m.startswith("Fallback aten.mm:") for m in msgs)
+
+
+def test_strict_mode_raises_for_unlowerable_graph(monkeypatch):
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    x = torch.randn(4, dtype=torch.complex64)
+    torch._dynamo.reset()
+    with pytest.raises(Exception):
+        torch.compile(lambda x: x * 2, backend="autofuse")(x)
+
+
+def test_unlowerable_graph_runs_eagerly():
+    x = torch.randn(4, dtype=torch.complex64)
+    recs, _ = run_compiled(lambda x: x * 2 + 1, x)
+    assert recs[0].mode == "eager" and recs[0].reason
+
+
+def test_dynamic_shapes_one_graph_many_sizes():
+    torch.manual_seed(SEED)
+    torch._dynamo.reset()
+    start = len(backend.RECORDS)
+    f = torch.compile(lambda x: torch.softmax(x * 2, -1), backend="autofuse", dynamic=True)
+    for n, d in [(3, 7), (10, 33), (5, 2), (64, 100)]:  # sizes 0 and 1 are specialized by Dynamo
+        x = torch.randn(n, d)
+        torch.testing.assert_close(f(x), torch.softmax(x * 2, -1))
+    recs = backend.RECORDS[start:]
+    assert len(recs) == 1, [r.name for r in recs]
+    assert recs[0].lowered.sym_sources
+
+
+@native
+def test_new_static_size_reuses_compiled_kernels():
+    from autofuse import _core
+
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.softmax(x, -1) + 1, backend="autofuse", dynamic=False)
+    f(torch.randn(4, 10))
+    before = _core.cache_stats().compiles
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.softmax(x, -1) + 1, backend="autofuse", dynamic=False)
+    for n in (5, 6, 17):
+        x = torch.randn(n, 10 + n)
+        torch.testing.assert_close(f(x), torch.softmax(x, -1) + 1)
+    assert _core.cache_stats().compiles == before
+
+
+def test_training_small_mlp_gradients_match():
+    torch.manual_seed(SEED)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.GELU(), torch.nn.LayerNorm(32),
+                                torch.nn.Linear(32, 5))
+    ref = torch.nn.Sequential(*[m for m in model])  # same parameters
+    x = torch.randn(6, 12)
+    torch._dynamo.reset()
+    launches = kernel_launches()
+    compiled = torch.compile(model, backend="autofuse")
+    loss = torch.log_softmax(compiled(x), -1).sum()
+    loss.backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    torch.log_softmax(ref(x), -1).sum().backward()
+    for g, p in zip(got, model.parameters()):
+        torch.testing.assert_close(g, p.grad, atol=1e-5, rtol=1e-5)
+    assert kernel_launches() - launches >= 2  # forward and backward kernels ran
+
+
+def test_explain_report():
+    x = torch.randn(4, 16)
+    rep = autofuse.explain(lambda x: torch.softmax(x @ x.t(), -1), x)
+    assert rep.graph_count == 1
+    assert rep.kernel_count >= 1
+    assert any(op == "aten.mm" for op, _ in rep.fallbacks)
+    text = str(rep)
+    assert "kernel" in text and "Fallback aten.mm" in text
+    assert all(k.ops for k in rep.kernels)
+
+
+def test_debug_dump(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOFUSE_DEBUG_DIR", str(tmp_path))
+    x = torch.randn(4, 16)
+    run_compiled(lambda x: torch.softmax(x, -1) + x.sum(), x)
+    graphs = list(tmp_path.iterdir())
+    assert graphs
+    kdirs = [p for g in graphs for p in g.iterdir() if p.name.startswith("autofused_")]
+    assert kdirs
+    names = {f.name for f in kdirs[0].iterdir()}
+    assert {"kernel.af", "repro.af", "graph.dot", "tiling.txt"} <= names
+    summary = (graphs[0] / "summary.txt").read_text()
+    assert "lowered ATen ops" in summary
+
+
+def test_dfx_flags_form(tmp_path, monkeypatch):
+    from autofuse.debug import debug_dirs
+
+    monkeypatch.delenv("AUTOFUSE_DEBUG_DIR", raising=False)
+    monkeypatch.setenv("AUTOFUSE_DFX_FLAGS", f"--codegen_compile_debug=true;--debug_dir={tmp_path}")
+    assert str(tmp_path) in debug_dirs()
+
+
+def test_program_overhead_is_small():
+    """The generated program costs microseconds per step: time it with no-op kernels on a 10-kernel graph."""
+    import time
+
+    from autofuse.program import build_program
+
+    x = torch.randn(1)
+
+    def f(x):
+        for _ in range(10):
+            x = torch.mm(x.reshape(1, 1), x.reshape(1, 1)).reshape(1).exp()  # externs split the kernels
+        return x
+
+    recs, _ = run_compiled(f, x)
+    rec = recs[0]
+    steps = [s for s in rec.steps]
+    assert len([s for s in steps if s.kind == "kernel"]) >= 10
+    for s in steps:
+        if s.kind == "kernel":
+            s.run, s.needs_bindings = (lambda ins, outs: None), False
+    prog = build_program(rec.lowered, steps)
+    for _ in range(100):
+        prog([x])
+    t = time.perf_counter()
+    n = 2000
+    for _ in range(n):
+        prog([x])
+    per_call = (time.perf_counter() - t) / n
+    print(f"program overhead: {per_call * 1e6:.1f} us per call for {len(steps)} steps")
+    assert per_call < 30e-6 * len(steps), per_call
