@@ -60,8 +60,12 @@ HostTensor random_input(const Node& n, const Bindings& b, std::mt19937_64& rng) 
   std::uniform_int_distribution<int64_t> ints(-10, 10), bytes(0, 20), bits(0, 1);
   for_each_index(sizes, [&](const std::vector<int64_t>& idx) {
     switch (n.dtype) {
-      case DType::Bool: t.set_int(idx, bits(rng)); break;
-      case DType::UInt8: t.set_int(idx, bytes(rng)); break;
+      case DType::Bool:
+        t.set_int(idx, bits(rng));
+        break;
+      case DType::UInt8:
+        t.set_int(idx, bytes(rng));
+        break;
       default:
         if (is_float(n.dtype)) {
           t.set_double(idx, normal(rng));

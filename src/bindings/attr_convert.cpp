@@ -29,15 +29,15 @@ std::vector<int64_t> to_ints(nb::handle obj, const std::string& what) {
 Expr to_expr(nb::handle obj) {
   if (is_int(obj)) return Expr(nb::cast<int64_t>(obj));
   if (nb::isinstance<nb::str>(obj)) return parse_expr(nb::cast<std::string>(obj));
-  throw nb::type_error(("size: expected an int or an expression string like 's0*2', got '" + py_type_name(obj) + "'")
-                           .c_str());
+  throw nb::type_error(
+      ("size: expected an int or an expression string like 's0*2', got '" + py_type_name(obj) + "'").c_str());
 }
 
 Shape to_shape(nb::handle obj, const char* what) {
   if (!nb::isinstance<nb::list>(obj) && !nb::isinstance<nb::tuple>(obj)) {
-    throw nb::type_error((std::string(what) + ": expected a list of sizes (ints or strings like 's0'), got '" +
-                          py_type_name(obj) + "'")
-                             .c_str());
+    throw nb::type_error(
+        (std::string(what) + ": expected a list of sizes (ints or strings like 's0'), got '" + py_type_name(obj) + "'")
+            .c_str());
   }
   Shape s;
   for (nb::handle x : obj) s.push_back(to_expr(x));
@@ -94,7 +94,8 @@ Attrs to_attrs(nb::handle dict, OpKind k) {
   Attrs attrs;
   if (dict.is_none()) return attrs;
   if (!nb::isinstance<nb::dict>(dict)) {
-    throw nb::type_error((std::string(info.name) + ": attrs: expected a dict, got '" + py_type_name(dict) + "'").c_str());
+    throw nb::type_error(
+        (std::string(info.name) + ": attrs: expected a dict, got '" + py_type_name(dict) + "'").c_str());
   }
   for (auto [key, value] : nb::borrow<nb::dict>(dict)) {
     std::string name = nb::cast<std::string>(key);
@@ -105,8 +106,8 @@ Attrs to_attrs(nb::handle dict, OpKind k) {
     if (!spec) {
       std::string known;
       for (const AttrSpec& s : info.attrs) known += (known.empty() ? "" : ", ") + s.name;
-      throw nb::value_error((std::string(info.name) + ": no attribute named '" + name + "'; its attributes are: " +
-                             (known.empty() ? std::string("(none)") : known))
+      throw nb::value_error((std::string(info.name) + ": no attribute named '" + name +
+                             "'; its attributes are: " + (known.empty() ? std::string("(none)") : known))
                                 .c_str());
     }
     attrs[name] = to_attr(value, *spec, info.name);

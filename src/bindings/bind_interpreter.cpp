@@ -1,7 +1,7 @@
 // Python bindings of the reference interpreter. The Python side (autofuse.ir.interpret) passes an allocator so that
 // outputs are created by the caller's framework (torch.empty / numpy.empty) and filled in place by interpret_into.
-#include <nanobind/stl/string.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "autofuse/ir/graph.h"

@@ -24,7 +24,8 @@ PyObject* g_parse_error = nullptr;
 PyObject* g_verify_error = nullptr;
 
 // Raise `cls(message)` with extra attributes set on the instance.
-void raise_with_attrs(PyObject* cls, const char* message, std::initializer_list<std::pair<const char*, nb::object>> at) {
+void raise_with_attrs(PyObject* cls, const char* message,
+                      std::initializer_list<std::pair<const char*, nb::object>> at) {
   nb::object inst = nb::steal(PyObject_CallOneArg(cls, nb::str(message).ptr()));
   if (!inst.is_valid()) return;  // the call raised; keep that error
   for (const auto& [k, v] : at) nb::setattr(inst, k, v);
@@ -92,15 +93,20 @@ nb::dict op_schema(const std::string& name) {
 
 void bind_node(nb::module_& m) {
   nb::class_<Node>(m, "Node", "One IR node (a copy): op, inputs (value ids), attrs, dtype, shape, name.")
-      .def_prop_ro("op", [](const Node& n) { return std::string(n.info().name); }, "Op name, e.g. 'add'.")
-      .def_prop_ro("category", [](const Node& n) { return std::string(category_name(n.info().category)); },
-                   "'source', 'elementwise', 'broadcast', 'reduce', 'layout' or 'extern'.")
-      .def_prop_ro("inputs", [](const Node& n) { return n.inputs; }, "Value ids of the inputs.")
-      .def_prop_ro("attrs", [](const Node& n) { return attrs_dict(n.attrs); }, "Attributes as Python values.")
+      .def_prop_ro(
+          "op", [](const Node& n) { return std::string(n.info().name); }, "Op name, e.g. 'add'.")
+      .def_prop_ro(
+          "category", [](const Node& n) { return std::string(category_name(n.info().category)); },
+          "'source', 'elementwise', 'broadcast', 'reduce', 'layout' or 'extern'.")
+      .def_prop_ro(
+          "inputs", [](const Node& n) { return n.inputs; }, "Value ids of the inputs.")
+      .def_prop_ro(
+          "attrs", [](const Node& n) { return attrs_dict(n.attrs); }, "Attributes as Python values.")
       .def_prop_ro("dtype", [](const Node& n) { return n.dtype; })
-      .def_prop_ro("shape", [](const Node& n) { return from_shape(n.shape); },
-                   "Sizes: ints, or strings for symbolic sizes.")
-      .def_prop_ro("name", [](const Node& n) { return n.name; }, "Text-form name without '%'.")
+      .def_prop_ro(
+          "shape", [](const Node& n) { return from_shape(n.shape); }, "Sizes: ints, or strings for symbolic sizes.")
+      .def_prop_ro(
+          "name", [](const Node& n) { return n.name; }, "Text-form name without '%'.")
       .def("__repr__", [](const Node& n) {
         return "<autofuse.Node %" + n.name + " = " + std::string(n.info().name) + " : " + print_type(n.type()) + ">";
       });
@@ -176,8 +182,9 @@ void bind_ir(nb::module_& m) {
       .value("bfloat16", DType::BFloat16)
       .value("float32", DType::Float32)
       .value("float64", DType::Float64);
-  m.def("dtype_name", [](nb::handle d) { return std::string(dtype_name(to_dtype(d))); }, nb::arg("dtype"),
-        "IR text name of a dtype (DType, name, or torch dtype): 'f32', 'bf16', ...");
+  m.def(
+      "dtype_name", [](nb::handle d) { return std::string(dtype_name(to_dtype(d))); }, nb::arg("dtype"),
+      "IR text name of a dtype (DType, name, or torch dtype): 'f32', 'bf16', ...");
   register_exceptions(m);
   bind_node(m);
   bind_graph(m);
