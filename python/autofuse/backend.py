@@ -13,6 +13,7 @@ When the C++ fusion/kernel bindings are not available the groups run through the
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
@@ -44,12 +45,13 @@ class GraphRecord:
     gm: torch.fx.GraphModule
     lowered: Optional[LoweredGraph] = None
     steps: List[Step] = field(default_factory=list)
-    mode: str = "kernels"  # "kernels" | "reference" | "eager"
+    mode: str = "kernels"  # "kernels" | "reference" (eager stand-in) | "interpreter" (stand-in) | "eager" (as-is)
     program_source: str = ""
     reason: str = ""
     compile_seconds: float = 0.0
     fusion_report: str = ""
     program: Optional[Callable] = None  # the generated function (takes the list of arguments)
+    example_bindings: Dict[str, int] = field(default_factory=dict)  # symbol values of the example inputs
 
     @property
     def kernels(self) -> List[Step]:
@@ -122,15 +124,42 @@ def _reference_runners(lg: LoweredGraph, steps: List[Step]) -> None:
             s.needs_bindings = True
 
 
+def has_fusion() -> bool:
+    """Whether the C++ IR builder and fusion pass are available through the bindings."""
+    core = _load_core()
+    return core is not None and hasattr(core, "Graph") and hasattr(core, "fuse")
+
+
 def plan(lg: LoweredGraph, record: GraphRecord) -> List[Step]:
-    """Partition ``lg`` into steps and give every kernel step a runner."""
-    if has_native_kernels():
+    """Partition ``lg`` into steps and give every kernel step a runner.
+
+    Native: fusion groups from ``_core.fuse``, kernels from ``_core.Kernel``. Without the kernel compiler the fusion
+    groups run on a stand-in (mode "fused-reference"); without fusion, maximal runs of IR nodes between ATen calls do
+    (mode "reference"). AUTOFUSE_STANDIN=interp makes the stand-in the C++ interpreter instead of eager torch.
+    """
+    interp = os.environ.get("AUTOFUSE_STANDIN") == "interp"
+    if has_fusion():
         from .native import plan_native
 
         steps = plan_native(lg, record, strict())
+        if not has_native_kernels():
+            record.mode = "fused-reference"
+            if interp:
+                from .native import InterpreterGroup
+
+                for st in steps:
+                    if st.kind == "kernel":
+                        st.run = InterpreterGroup(st.info["subgraph"])
+                record.mode = "fused-interpreter"
     else:
         record.mode = "reference"
         steps = simple_partition(lg)
+        if interp:
+            from .native import has_interpreter, plan_interpreter
+
+            if has_interpreter():
+                plan_interpreter(lg, steps)
+                record.mode = "interpreter"
     _reference_runners(lg, steps)
     return steps
 
@@ -143,6 +172,32 @@ def _eager(gm: torch.fx.GraphModule) -> Callable:
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run
+
+
+def _example_bindings(lg: LoweredGraph, example_inputs) -> Dict[str, int]:
+    """Symbol values of the example inputs (size hints; reading them adds no guard)."""
+
+    def hint(v):
+        if isinstance(v, torch.SymInt):
+            return v.node.hint
+        return v
+
+    out: Dict[str, int] = {}
+    for name, src in lg.sym_sources.items():
+        try:
+            # src is "args[i]" or "args[i].shape[d]"
+            i = int(src.split("[")[1].split("]")[0])
+            x = example_inputs[i]
+            if ".shape[" in src:
+                d = int(src.rsplit("[", 1)[1].rstrip("]"))
+                v = hint(x.shape[d])
+            else:
+                v = hint(x)
+            if v is not None:
+                out[name] = int(v)
+        except Exception:  # noqa: BLE001 - a missing hint only weakens the debug reproducer
+            continue
+    return out
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inference") -> Callable:
@@ -160,6 +215,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
         record.compile_seconds = time.perf_counter() - t0
         return _eager(gm)
     record.lowered = lg
+    record.example_bindings = _example_bindings(lg, example_inputs)
     steps = plan(lg, record)
     record.steps = steps
     fn = build_program(lg, steps, name=f"af_{record.name}")
@@ -212,4 +268,17 @@ def _register() -> None:
         warnings.warn(f"autofuse: could not register the Dynamo backend: {e}")
 
 
+def _release_at_exit() -> None:
+    """Drop compiled graphs before interpreter teardown, so C++ objects are freed while the extension is alive."""
+    RECORDS.clear()
+    try:
+        torch._dynamo.reset()
+        from . import native
+
+        native._KERNELS.clear()
+    except Exception:  # noqa: BLE001 - best effort at exit
+        pass
+
+
 _register()
+atexit.register(_release_at_exit)

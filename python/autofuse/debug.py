@@ -26,6 +26,7 @@ import subprocess
 from typing import List, Optional
 
 from .lowering import DTYPE_TO_IR
+from .native import group_ir_text
 
 
 def debug_dirs() -> List[str]:
@@ -89,7 +90,7 @@ def _write(path: str, text: str) -> None:
 
 def _example_bindings(record) -> Optional[str]:
     lg = record.lowered
-    vals = record.__dict__.get("example_bindings")
+    vals = record.example_bindings
     if not vals:
         return None
     return " ".join(f"--shape {k}={v}" for k, v in vals.items() if k in lg.sym_sources)
@@ -120,7 +121,7 @@ def dump_record(record, root: str) -> str:
         return gdir
     shape_args = _example_bindings(record) or ""
     for s in record.kernels:
-        ir = s.info.get("ir") or "\n".join(lg.ir_text().splitlines()[i] for i in s.nodes)
+        ir = s.info.get("ir") or group_ir_text(lg, s) or "\n".join(lg.ir_text().splitlines()[i] for i in s.nodes)
         ops = [lg.nodes[i].op for i in s.nodes]
         kdir = os.path.join(gdir, kernel_folder_name(ops, ir))
         os.makedirs(kdir, exist_ok=True)

@@ -98,6 +98,10 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
         if kind == "kernel":
             sub = _get(grp, "subgraph")
             st.info["ir"] = str(sub)
+            st.info["subgraph"] = sub
+            if not hasattr(core, "Kernel"):
+                steps.append(st)
+                continue
             try:
                 k = compile_kernel(core, sub)
                 st.kernel = k
@@ -113,3 +117,64 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
                 st.info["error"] = str(e)
         steps.append(st)
     return steps
+
+
+def group_graph(lg: LoweredGraph, step: Step, core, name: str = "kernel"):
+    """A standalone C++ Graph of one step's nodes: inputs = step.inputs, outputs = step.outputs."""
+    g = core.Graph(name)
+    vid: Dict[int, int] = {}
+    for i in step.inputs:
+        n = lg.nodes[i]
+        strides = n.attrs.get("strides") if n.op == "input" else None
+        vid[i] = g.add_input(n.name, DTYPE_TO_IR[n.dtype], [lg.symbols.ir(s) for s in n.shape],
+                             [lg.symbols.ir(s) for s in strides] if strides is not None else None)
+    for i in step.nodes:
+        n = lg.nodes[i]
+        vid[i] = g.add(n.op, [vid[j] for j in n.inputs], _attrs(lg, n), n.name)
+    g.set_outputs([vid[o] for o in step.outputs])
+    return g
+
+
+def group_ir_text(lg: LoweredGraph, step: Step) -> str | None:
+    """Canonical IR text of a step's sub-graph through the C++ printer; None when the builder is unavailable."""
+    try:
+        from . import _core as core  # type: ignore
+
+        if not hasattr(core, "Graph"):
+            return None
+        return str(group_graph(lg, step, core, step.name or "kernel"))
+    except Exception:  # noqa: BLE001 - the debug text then falls back to the Python listing
+        return None
+
+
+class InterpreterGroup:
+    """Stand-in kernel: runs a step's sub-graph on the C++ reference interpreter (AUTOFUSE_STANDIN=interp)."""
+
+    def __init__(self, graph) -> None:
+        self.graph = graph
+
+    def __call__(self, ins, outs) -> None:
+        from .ir import interpret
+
+        for o, r in zip(outs, interpret(self.graph, ins)):
+            o.copy_(r)
+
+
+def has_interpreter() -> bool:
+    try:
+        from . import _core  # type: ignore
+
+        return hasattr(_core, "Graph") and hasattr(_core, "interpret_with")
+    except ImportError:
+        return False
+
+
+def plan_interpreter(lg: LoweredGraph, steps: List[Step]) -> None:
+    """Give every kernel step of a stand-in partition the interpreter as its runner."""
+    from . import _core as core  # type: ignore
+
+    for st in steps:
+        if st.kind == "kernel":
+            g = group_graph(lg, st, core, st.name)
+            st.info["ir"] = str(g)
+            st.run = InterpreterGroup(g)

@@ -34,8 +34,8 @@ std::string trim(const std::string& s) {
 }
 
 std::vector<Directive> parse_directives(const std::string& text) {
-  static const char* kKinds[] = {"CHECK-NEXT", "CHECK-NOT", "CHECK-KERNELS", "CHECK-REFUSAL", "CHECK-NO-REFUSALS",
-                                 "FUSE-OPTIONS", "CHECK"};
+  static const char* kKinds[] = {"CHECK-NEXT",        "CHECK-NOT",    "CHECK-KERNELS", "CHECK-REFUSAL",
+                                 "CHECK-NO-REFUSALS", "FUSE-OPTIONS", "CHECK"};
   std::vector<Directive> out;
   std::istringstream in(text);
   std::string line;
@@ -81,8 +81,8 @@ std::string run_text_checks(const std::vector<Directive>& ds, const std::string&
   std::vector<std::string> lines;
   std::istringstream in(output);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  size_t pos = 0;           // next line to search from
-  long last = -1;           // line of the previous match
+  size_t pos = 0;  // next line to search from
+  long last = -1;  // line of the previous match
   std::vector<const Directive*> nots;
   auto check_nots = [&](size_t end) -> std::string {
     for (const Directive* d : nots)
@@ -126,12 +126,18 @@ FusionOptions options_from(const std::vector<Directive>& ds) {
     if (d.kind != "FUSE-OPTIONS") continue;
     std::istringstream in(d.arg);
     for (std::string w; in >> w;) {
-      if (w == "--no-horizontal") o.horizontal = false;
-      else if (w == "--no-vertical") o.vertical = false;
-      else if (w == "--no-recompute") o.recompute_max_weight = 0;
-      else if (w == "--max-nodes") in >> o.max_group_nodes;
-      else if (w == "--max-inputs") in >> o.max_group_inputs;
-      else throw std::invalid_argument("unknown FUSE-OPTIONS word " + w);
+      if (w == "--no-horizontal")
+        o.horizontal = false;
+      else if (w == "--no-vertical")
+        o.vertical = false;
+      else if (w == "--no-recompute")
+        o.recompute_max_weight = 0;
+      else if (w == "--max-nodes")
+        in >> o.max_group_nodes;
+      else if (w == "--max-inputs")
+        in >> o.max_group_inputs;
+      else
+        throw std::invalid_argument("unknown FUSE-OPTIONS word " + w);
     }
   }
   return o;
@@ -150,13 +156,13 @@ std::vector<std::filesystem::path> golden_files() {
 }
 
 TEST(FusionCheck, CheckerMatchesAndFails) {
-  std::vector<Directive> ds = {{"CHECK", "b = {{[0-9]+}}", 1}, {"CHECK-NEXT", "c", 2}, {"CHECK-NOT", "zz", 3},
-                               {"CHECK", "e", 4}};
+  std::vector<Directive> ds = {
+      {"CHECK", "b = {{[0-9]+}}", 1}, {"CHECK-NEXT", "c", 2}, {"CHECK-NOT", "zz", 3}, {"CHECK", "e", 4}};
   EXPECT_EQ(run_text_checks(ds, "a\nb = 12\nc\nd\ne\n"), "");
-  EXPECT_NE(run_text_checks(ds, "a\nb = x\nc\ne\n"), "");        // regex part fails
-  EXPECT_NE(run_text_checks(ds, "b = 1\nd\nc\ne\n"), "");        // CHECK-NEXT not adjacent
-  EXPECT_NE(run_text_checks(ds, "b = 1\nc\nzz\ne\n"), "");       // CHECK-NOT between matches
-  EXPECT_EQ(run_text_checks(ds, "b = 1\nc\ne\nzz\n"), "");       // ...but after the next match is fine
+  EXPECT_NE(run_text_checks(ds, "a\nb = x\nc\ne\n"), "");         // regex part fails
+  EXPECT_NE(run_text_checks(ds, "b = 1\nd\nc\ne\n"), "");         // CHECK-NEXT not adjacent
+  EXPECT_NE(run_text_checks(ds, "b = 1\nc\nzz\ne\n"), "");        // CHECK-NOT between matches
+  EXPECT_EQ(run_text_checks(ds, "b = 1\nc\ne\nzz\n"), "");        // ...but after the next match is fine
   EXPECT_TRUE(pattern_matches("[s0, 1] (x)", "f32[s0, 1] (x)"));  // brackets and parens are literal
   auto parsed = parse_directives("# CHECK-KERNELS: 2\n  # CHECK: a b\n# CHECK-NOTE: not a directive\n%x = y\n");
   ASSERT_EQ(parsed.size(), 2u);

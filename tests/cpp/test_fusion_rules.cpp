@@ -12,7 +12,8 @@ namespace {
 Expr S(const char* n) { return Expr::sym(n); }
 
 int count_kind(const FusedGraph& f, GroupKind k) {
-  return static_cast<int>(std::count_if(f.groups.begin(), f.groups.end(), [&](const FusionGroup& g) { return g.kind == k; }));
+  return static_cast<int>(
+      std::count_if(f.groups.begin(), f.groups.end(), [&](const FusionGroup& g) { return g.kind == k; }));
 }
 
 ValueId cf(Graph& g, double v) { return g.constant(Scalar::of_float(v), DType::Float32); }
@@ -136,7 +137,8 @@ TEST(FusionRules, SizeCapIsRespected) {
 TEST(FusionRules, InputCapIsRespected) {
   Graph g("many_inputs");
   ValueId acc = g.add_input("x0", DType::Float32, {S("s0")});
-  for (int i = 1; i < 6; ++i) acc = g.add(OpKind::Add, {acc, g.add_input("x" + std::to_string(i), DType::Float32, {S("s0")})});
+  for (int i = 1; i < 6; ++i)
+    acc = g.add(OpKind::Add, {acc, g.add_input("x" + std::to_string(i), DType::Float32, {S("s0")})});
   g.set_outputs({acc});
   FusionOptions o;
   o.max_group_inputs = 3;
@@ -180,8 +182,9 @@ TEST(FusionRules, CheapValueIsRecomputedExpensiveOneMaterialized) {
   Graph h("materialize");
   ValueId x2 = h.add_input("x", DType::Float32, {S("s0"), S("s1")});
   ValueId e = h.add(OpKind::Exp, {x2});
-  ValueId mm2 = h.add(OpKind::Extern, {e},
-                      {{"name", std::string("aten.mm")}, {"dtype", DType::Float32}, {"shape", Shape{S("s0"), S("s1")}}});
+  ValueId mm2 =
+      h.add(OpKind::Extern, {e},
+            {{"name", std::string("aten.mm")}, {"dtype", DType::Float32}, {"shape", Shape{S("s0"), S("s1")}}});
   ValueId y2 = h.add(OpKind::Add, {mm2, e});
   h.set_outputs({y2});
   FusedGraph f2 = fuse(h);

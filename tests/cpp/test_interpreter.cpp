@@ -44,7 +44,9 @@ TEST(InterpBind, BindsSymbolsAndSolvesLinearSizes) {
                                HostTensor::empty(DType::Float32, {13})});
             }),
             "graph b: symbol s2 is not determined by the input sizes");
-  EXPECT_EQ(error_of([&] { bind_symbols(g, {HostTensor::empty(DType::Float32, {4, 5})}); }),
+  EXPECT_EQ(error_of([&] {
+              bind_symbols(g, {HostTensor::empty(DType::Float32, {4, 5})});
+            }),
             "graph b takes 3 inputs, got 1");
 }
 
@@ -52,13 +54,17 @@ TEST(InterpBind, RejectsRankDtypeAndSymbolConflicts) {
   Graph g("c");
   ValueId x = g.add_input("x", DType::Float32, {S("s0"), S("s0")});
   g.set_outputs({x});
-  EXPECT_EQ(error_of([&] { bind_symbols(g, {HostTensor::empty(DType::Float32, {3, 4})}); }),
+  EXPECT_EQ(error_of([&] {
+              bind_symbols(g, {HostTensor::empty(DType::Float32, {3, 4})});
+            }),
             "input %x: dim 1 binds s0 = 4, but it is already 3");
-  EXPECT_EQ(error_of([&] { bind_symbols(g, {HostTensor::empty(DType::Float16, {3, 3})}); }),
+  EXPECT_EQ(error_of([&] {
+              bind_symbols(g, {HostTensor::empty(DType::Float16, {3, 3})});
+            }),
             "input %x: expected dtype f32, got f16");
-  EXPECT_NE(error_of([&] { bind_symbols(g, {HostTensor::empty(DType::Float32, {3})}); })
-                .find("input %x: expected rank 2"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { bind_symbols(g, {HostTensor::empty(DType::Float32, {3})}); }).find("input %x: expected rank 2"),
+      std::string::npos);
 }
 
 TEST(InterpDriver, StridedAndExpandedInputsAndStridedOutputs) {
@@ -82,7 +88,9 @@ TEST(InterpDriver, StridedAndExpandedInputsAndStridedOutputs) {
   interpret_into(g, {x, y}, {o});
   EXPECT_EQ(obuf, (std::vector<float>{11, 12, 13, 24, 25, 26}));
   HostTensor wrong = HostTensor::empty(DType::Float32, {2, 3});
-  EXPECT_EQ(error_of([&] { interpret_into(g, {x, y}, {wrong}); }),
+  EXPECT_EQ(error_of([&] {
+              interpret_into(g, {x, y}, {wrong});
+            }),
             "output 0 (%c): expected f32[3, 2], got f32[2, 3] strides [3, 1]");
 }
 
@@ -106,8 +114,8 @@ TEST(InterpDriver, ZeroDimAndZeroSizeTensors) {
 TEST(InterpDriver, ExternIsRefused) {
   Graph g("e");
   ValueId x = g.add_input("x", DType::Float32, {Expr(2)});
-  ValueId y = g.add(OpKind::Extern, {x}, {{"name", std::string("aten.mm")}, {"dtype", DType::Float32}, {"shape", Shape{2}}},
-                    "y");
+  ValueId y = g.add(OpKind::Extern, {x},
+                    {{"name", std::string("aten.mm")}, {"dtype", DType::Float32}, {"shape", Shape{2}}}, "y");
   g.set_outputs({y});
   EXPECT_EQ(error_of([&] { interpret(g, {HostTensor::empty(DType::Float32, {2})}); }),
             "%y = extern(%x): extern call 'aten.mm' cannot be run by the reference interpreter");
@@ -123,8 +131,8 @@ TEST(InterpLayout, BroadcastReshapePermuteSliceConcat) {
   auto col = tensor(DType::Int32, {2, 1}, {7, 8});
   EXPECT_EQ(ivalues(run_op(OpKind::BroadcastTo, {col}, {{"shape", Shape{2, 2, 3}}})),
             (std::vector<int64_t>{7, 7, 7, 8, 8, 8, 7, 7, 7, 8, 8, 8}));
-  auto sl = run_op(OpKind::Slice, {x},
-                   {{"axis", int64_t{-1}}, {"start", Expr(0)}, {"stop", Expr(3)}, {"step", int64_t{2}}});
+  auto sl =
+      run_op(OpKind::Slice, {x}, {{"axis", int64_t{-1}}, {"start", Expr(0)}, {"stop", Expr(3)}, {"step", int64_t{2}}});
   EXPECT_EQ(sl.sizes, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(ivalues(sl), (std::vector<int64_t>{0, 2, 3, 5}));
   auto cat = run_op(OpKind::Concat, {x, col}, {{"axis", int64_t{1}}});
@@ -134,12 +142,11 @@ TEST(InterpLayout, BroadcastReshapePermuteSliceConcat) {
 TEST(InterpLayout, SliceBoundsAreCheckedAtRunTime) {
   Graph g("sl");
   ValueId x = g.add_input("x", DType::Float32, {S("n")});
-  ValueId y = g.add(OpKind::Slice, {x}, {{"axis", int64_t{0}}, {"start", Expr(2)}, {"stop", S("n")}, {"step", int64_t{1}}},
-                    "y");
+  ValueId y = g.add(OpKind::Slice, {x},
+                    {{"axis", int64_t{0}}, {"start", Expr(2)}, {"stop", S("n")}, {"step", int64_t{1}}}, "y");
   g.set_outputs({y});
   EXPECT_EQ(interpret(g, {HostTensor::empty(DType::Float32, {5})})[0].sizes, (std::vector<int64_t>{3}));
-  EXPECT_NE(error_of([&] { interpret(g, {HostTensor::empty(DType::Float32, {1})}); }).find("%y"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { interpret(g, {HostTensor::empty(DType::Float32, {1})}); }).find("%y"), std::string::npos);
 }
 
 TEST(InterpReduce, SumProdMeanOverAxesWithKeepdim) {
@@ -204,12 +211,13 @@ TEST(InterpReduce, EmptyReductions) {
 TEST(InterpReduce, VarWithCorrection) {
   auto x = tensor(DType::Float64, {4}, {1, 2, 3, 4});
   auto var = [&](const HostTensor& t, int64_t c) {
-    return values(run_op(OpKind::Var, {t}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}, {"correction", c}}))[0];
+    return values(
+        run_op(OpKind::Var, {t}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}, {"correction", c}}))[0];
   };
   EXPECT_DOUBLE_EQ(var(x, 1), 5.0 / 3.0);
   EXPECT_DOUBLE_EQ(var(x, 0), 1.25);
-  EXPECT_TRUE(std::isnan(var(tensor(DType::Float64, {1}, {1}), 1)));    // 0 / 0
-  EXPECT_EQ(var(tensor(DType::Float64, {2}, {1, 2}), 3), kInf);          // 0.5 / max(0, -1)
+  EXPECT_TRUE(std::isnan(var(tensor(DType::Float64, {1}, {1}), 1)));  // 0 / 0
+  EXPECT_EQ(var(tensor(DType::Float64, {2}, {1, 2}), 3), kInf);       // 0.5 / max(0, -1)
   EXPECT_TRUE(std::isnan(var(tensor(DType::Float64, {2}, {kInf, 1}), 1)));
 }
 
@@ -217,7 +225,8 @@ TEST(InterpReduce, AnyAllTreatNaNAsTrue) {
   auto x = tensor(DType::Float32, {2, 2}, {kNaN, 0, 0, 0});
   const Attrs ax1{{"axes", std::vector<int64_t>{1}}, {"keepdim", false}};
   EXPECT_EQ(ivalues(run_op(OpKind::Any, {x}, ax1)), (std::vector<int64_t>{1, 0}));
-  EXPECT_EQ(ivalues(run_op(OpKind::All, {tensor(DType::Float32, {2}, {kNaN, 1})}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}})),
+  EXPECT_EQ(ivalues(run_op(OpKind::All, {tensor(DType::Float32, {2}, {kNaN, 1})},
+                           {{"axes", std::vector<int64_t>{}}, {"keepdim", false}})),
             (std::vector<int64_t>{1}));
 }
 

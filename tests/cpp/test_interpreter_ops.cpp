@@ -213,10 +213,11 @@ TEST(InterpSelect, WhereAndClamp) {
 TEST(InterpSources, ConstantFullIota) {
   Graph g("src");
   ValueId c = g.add(OpKind::Constant, {}, {{"value", Scalar::of_float(0.1)}, {"dtype", DType::Float16}}, "c");
-  ValueId f = g.add(OpKind::Full, {}, {{"value", Scalar::of_int(-1)}, {"dtype", DType::UInt8}, {"shape", Shape{2, 3}}},
-                    "f");
-  ValueId i = g.add(OpKind::Iota, {},
-                    {{"length", Expr(4)}, {"start", int64_t{5}}, {"step", int64_t{-2}}, {"dtype", DType::Float32}}, "i");
+  ValueId f =
+      g.add(OpKind::Full, {}, {{"value", Scalar::of_int(-1)}, {"dtype", DType::UInt8}, {"shape", Shape{2, 3}}}, "f");
+  ValueId i =
+      g.add(OpKind::Iota, {},
+            {{"length", Expr(4)}, {"start", int64_t{5}}, {"step", int64_t{-2}}, {"dtype", DType::Float32}}, "i");
   g.set_outputs({c, f, i});
   auto out = interpret(g, {});
   ASSERT_EQ(out.size(), 3u);

@@ -193,9 +193,11 @@ TEST(Parser, Diagnostics) {
        "t.af:4:1: error: expected end of input after the graph but found identifier 'graph'"},
       {"not a graph", "grap g() {}", "t.af:1:1: error: expected 'graph' but found identifier 'grap'"},
       {"empty input", "", "t.af:1:1: error: expected 'graph' but found end of input"},
-      {"unbound symbol (from the verifier)", wrap("  %i = iota() {length=n, start=0, step=1, dtype=i64}\n  return %i"),
-       "t.af:2:3: error: %i = iota(): size symbol n is not bound by any graph input's shape; expected one of the "
-       "input shapes' symbols {s0, s1}"},
+      {"unbound symbol (from the verifier)",
+       wrap("  %i = iota() {length=n, start=0, step=1, dtype=i64}\n  %s = sum(%i) {axes=[0], keepdim=false}\n  return "
+            "%s"),
+       "t.af:2:3: error: %i = iota(): size symbol n is not bound by the graph's input shapes, input strides or output "
+       "shapes; expected one of {s0, s1}"},
       {"bad stride rank", "graph g(%x: f32[4, 4] strides [1]) {\n  return %x\n}",
        "t.af:1:13: error: input %x: input: strides have rank 1, shape has rank 2"},
       {"dotted symbol", wrap("  %f = full() {value=0, dtype=f32, shape=[a.b]}\n  return %f"),

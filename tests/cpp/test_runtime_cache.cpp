@@ -112,7 +112,8 @@ TEST_F(RuntimeCache, HelperHeadersAreCopiedAndKeyed) {
   ASSERT_EQ(::mkdir(inc.c_str(), 0700), 0);
   write_file(inc + "/af_test_helper.h", "#define AF_TEST_CONSTANT 7\n");
   ::setenv("AUTOFUSE_KERNEL_INCLUDE_DIR", inc.c_str(), 1);
-  std::string src = "#include \"af_test_helper.h\"\nextern \"C\" int af_test_value(int x) { return x + AF_TEST_CONSTANT; }\n";
+  std::string src =
+      "#include \"af_test_helper.h\"\nextern \"C\" int af_test_value(int x) { return x + AF_TEST_CONSTANT; }\n";
   CompileResult a = compile_module(src, "hdr");
   EXPECT_EQ(call_value(a, 0), 7);
   // The header was copied into the cache, so kernels compile after the source tree is gone.

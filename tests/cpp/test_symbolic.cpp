@@ -49,13 +49,15 @@ TEST(Symbolic, Distribution) {
   EXPECT_EQ((s0 + 1) * (s1 + 1), s0 * s1 + s0 + s1 + 1);
   EXPECT_EQ((s0 + 1) * (s0 - 1), s0 * s0 - 1);
   EXPECT_EQ(-(s0 - s1), s1 - s0);
-  // Beyond the expansion bound a product stays factored, but still evaluates right.
+  // Up to 1024 expanded terms a product of sums is expanded; beyond, it is refused rather than left half-factored.
   Expr big(1);
-  std::vector<Expr> syms;
-  for (int i = 0; i < 12; ++i) big = big * (Expr::sym("t" + std::to_string(i)) + 1);
+  for (int i = 0; i < 10; ++i) big = big * (Expr::sym("t" + std::to_string(i)) + 1);
+  EXPECT_EQ(big.kind(), Expr::Kind::Add);
+  EXPECT_EQ(big.args().size(), 1024u);
   Bindings b;
-  for (int i = 0; i < 12; ++i) b["t" + std::to_string(i)] = 1;
-  EXPECT_EQ(big.eval(b), 4096);
+  for (int i = 0; i < 10; ++i) b["t" + std::to_string(i)] = 1;
+  EXPECT_EQ(big.eval(b), 1024);
+  EXPECT_THROW(big * (Expr::sym("t10") + 1), std::overflow_error);
 }
 
 TEST(Symbolic, FloorDiv) {

@@ -98,11 +98,25 @@ TEST(Verifier, SymbolsMustBeBoundByInputs) {
                     {{"value", Scalar::of_int(0)}, {"dtype", DType::Float32}, {"shape", Shape{Expr::sym("s0")}}}, "f");
   g.set_outputs({x, f});
   EXPECT_EQ(verify_error(g), "ok");  // s0 occurs inside 2*s0
-  g.add(OpKind::Iota, {},
-        {{"length", Expr::sym("n")}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}, "i");
+  ValueId i =
+      g.add(OpKind::Iota, {},
+            {{"length", Expr::sym("n")}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}, "i");
+  g.set_outputs({x, i});
+  EXPECT_EQ(verify_error(g), "ok");  // n is in an output's shape: a caller allocating the output binds it
+  ValueId s = g.add(OpKind::Sum, {i}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}}, "s");
+  g.set_outputs({x, s});
   EXPECT_EQ(verify_error(g),
-            "%i = iota(): size symbol n is not bound by any graph input's shape; expected one of the input shapes' "
-            "symbols {s0}");
+            "%i = iota(): size symbol n is not bound by the graph's input shapes, input strides or output shapes; "
+            "expected one of {s0}");
+  // A symbol that only appears in an input's strides (a row pitch) is bound by that input.
+  Graph p("p");
+  ValueId y =
+      p.add_input("y", DType::Float32, {Expr::sym("s0"), Expr(4)}, std::vector<Expr>{Expr::sym("pitch"), Expr(1)});
+  ValueId r = p.add(OpKind::Full, {},
+                    {{"value", Scalar::of_int(0)}, {"dtype", DType::Float32}, {"shape", Shape{Expr::sym("pitch")}}});
+  ValueId t = p.add(OpKind::Sum, {r}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}});
+  p.set_outputs({y, t});
+  EXPECT_EQ(verify_error(p), "ok");
 }
 
 TEST(Verifier, ReportsTheNodeId) {
@@ -119,16 +133,39 @@ TEST(Verifier, ReportsTheNodeId) {
 TEST(Verifier, ParserPointsAtTheNode) {
   try {
     parse_graph(
-        "graph g(%x: f32[4]) {\n  %y = neg(%x)\n  %f = full() {value=0, dtype=f32, shape=[k]}\n  return %f\n}\n",
+        "graph g(%x: f32[4]) {\n  %y = neg(%x)\n  %f = full() {value=0, dtype=f32, shape=[k]}\n"
+        "  %s = sum(%f) {axes=[], keepdim=false}\n  return %s\n}\n",
         "v.af");
     FAIL() << "expected a ParseError";
   } catch (const ParseError& e) {
     EXPECT_EQ(e.line(), 3);
     EXPECT_EQ(e.col(), 3);
     EXPECT_EQ(e.message(),
-              "%f = full(): size symbol k is not bound by any graph input's shape; expected no symbols (the input "
-              "shapes have none)");
+              "%f = full(): size symbol k is not bound by the graph's input shapes, input strides or output shapes; "
+              "expected no symbols (they have none)");
   }
+}
+
+}  // namespace
+}  // namespace autofuse
+
+namespace autofuse {
+namespace {
+
+TEST(Graph, FindUsesNamesEvenAfterRenames) {
+  Graph g = two_node_graph();
+  EXPECT_EQ(g.find("y"), 1);
+  EXPECT_EQ(g.find("x"), 0);
+  EXPECT_FALSE(g.find("z").has_value());
+  ValueId n = g.add(OpKind::Neg, {1});  // a fresh numeric name that is not taken
+  EXPECT_EQ(g.node(n).name, "2");
+  EXPECT_EQ(g.find("2"), n);
+  g.mutable_node(1).name = "renamed";
+  EXPECT_EQ(g.find("renamed"), 1);
+  EXPECT_FALSE(g.find("y").has_value());
+  EXPECT_THROW(g.add(OpKind::Abs, {0}, {}, "renamed"), IRError);
+  Graph copy = g;
+  EXPECT_EQ(copy.find("renamed"), 1);
 }
 
 }  // namespace

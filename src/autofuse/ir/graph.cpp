@@ -34,14 +34,15 @@ ValueId Graph::add(OpKind op, std::vector<ValueId> inputs, Attrs attrs, std::str
     throw IRError("%" + name + " = " + e.what());
   }
   Node n{op, std::move(inputs), std::move(attrs), t.dtype, std::move(t.shape), std::move(name)};
-  nodes_.push_back(std::move(n));
-  return static_cast<ValueId>(nodes_.size() - 1);
+  return add_unchecked(std::move(n));
 }
 
 ValueId Graph::add_unchecked(Node node) {
   if (node.name.empty()) node.name = fresh_name();
+  const auto id = static_cast<ValueId>(nodes_.size());
+  index_.emplace(node.name, id);
   nodes_.push_back(std::move(node));
-  return static_cast<ValueId>(nodes_.size() - 1);
+  return id;
 }
 
 ValueId Graph::constant(Scalar value, DType dtype) {
@@ -92,6 +93,11 @@ std::set<std::string> Graph::symbols() const {
 }
 
 std::optional<ValueId> Graph::find(const std::string& name) const {
+  if (!names_may_be_stale_) {
+    auto it = index_.find(name);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].name == name) return static_cast<ValueId>(i);
   return std::nullopt;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "autofuse/ir/ops.h"
@@ -55,7 +56,11 @@ class Graph {
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const Node& node(ValueId v) const { return nodes_.at(static_cast<size_t>(v)); }
-  Node& mutable_node(ValueId v) { return nodes_.at(static_cast<size_t>(v)); }
+  /// A node to edit in place. Renaming through it is allowed; find() then falls back to a linear scan.
+  Node& mutable_node(ValueId v) {
+    names_may_be_stale_ = true;
+    return nodes_.at(static_cast<size_t>(v));
+  }
   size_t size() const { return nodes_.size(); }
   /// Input node ids, in declaration order.
   std::vector<ValueId> inputs() const;
@@ -63,7 +68,7 @@ class Graph {
   std::vector<std::vector<ValueId>> users() const;
   /// Every symbol that appears in a shape, stride or attribute.
   std::set<std::string> symbols() const;
-  /// Find a node by name; nullopt if none.
+  /// Find a node by name (the first, if several share it); nullopt if none. O(1) through a name index.
   std::optional<ValueId> find(const std::string& name) const;
 
   /// Text form (see printer.h); parse_graph() reads it back.
@@ -74,6 +79,8 @@ class Graph {
   std::string name_;
   std::vector<Node> nodes_;
   std::vector<ValueId> outputs_;
+  std::unordered_map<std::string, ValueId> index_;  ///< name -> first node of that name
+  bool names_may_be_stale_ = false;                 ///< mutable_node() was called: index_ may be out of date
 };
 
 /// The ordered input-type list of a node, looked up in its graph.

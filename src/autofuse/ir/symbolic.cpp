@@ -135,7 +135,7 @@ namespace {
 bool less(const Expr& a, const Expr& b) { return Expr::compare(a, b) < 0; }
 
 // Largest number of terms a product of sums is expanded into (see make_mul).
-constexpr size_t kMaxExpandedTerms = 256;
+constexpr size_t kMaxExpandedTerms = 1024;
 
 // Split a product term into (coefficient, non-constant part). The non-constant part of a constant is 1.
 std::pair<int64_t, Expr> split_coeff(const Expr& e) {
@@ -220,12 +220,15 @@ Expr make_mul(const std::vector<Expr>& in) {
   if (c == 0) return Expr(0);
   if (rest.empty()) return Expr(c);
   // Distribute over sums: (a + b) * x = a*x + b*x, keeping polynomials in sum-of-products form. A product whose
-  // expansion would exceed kMaxExpandedTerms terms stays factored (canonical only up to that size), so that
-  // (s0 + 1)*(s1 + 1)*... cannot blow up exponentially.
+  // expansion would exceed kMaxExpandedTerms terms is refused (std::overflow_error) rather than kept factored: a
+  // partly factored form would depend on the order the factors were multiplied in, and no tensor size needs it.
   size_t expanded = 1;
   for (const auto& e : rest)
     if (e.kind() == Expr::Kind::Add) expanded = std::min<size_t>(expanded * e.args().size(), kMaxExpandedTerms + 1);
-  for (size_t i = 0; i < rest.size() && expanded <= kMaxExpandedTerms; ++i) {
+  if (expanded > kMaxExpandedTerms)
+    throw std::overflow_error("size expression too large: expanding a product of sums gives more than " +
+                              std::to_string(kMaxExpandedTerms) + " terms");
+  for (size_t i = 0; i < rest.size(); ++i) {
     if (rest[i].kind() == Expr::Kind::Add) {
       std::vector<Expr> others(rest.begin(), rest.end());
       others.erase(others.begin() + static_cast<long>(i));

@@ -38,16 +38,25 @@ class Verifier {
   void run() {
     if (!is_valid_graph_name(g_.name()))
       throw VerifyError(-1, "graph '" + g_.name() + "': invalid graph name; expected [A-Za-z_][A-Za-z0-9_.]*");
+    // Symbols a caller can bind: those in input shapes and strides (known from the input tensors) and in output
+    // shapes (a kernel subgraph may be given caller-allocated outputs whose sizes carry them).
+    const auto n_nodes = static_cast<ValueId>(g_.size());
     for (const auto& n : g_.nodes())
-      if (n.op == OpKind::Input)
+      if (n.op == OpKind::Input) {
         for (const auto& d : n.shape) d.collect_symbols(bound_);
+        auto it = n.attrs.find("strides");
+        if (const auto* st = it == n.attrs.end() ? nullptr : std::get_if<std::vector<Expr>>(&it->second))
+          for (const auto& d : *st) d.collect_symbols(bound_);
+      }
+    for (ValueId v : g_.outputs())
+      if (v >= 0 && v < n_nodes)
+        for (const auto& d : g_.node(v).shape) d.collect_symbols(bound_);
     for (size_t i = 0; i < g_.size(); ++i) check_node(static_cast<ValueId>(i));
-    const auto n = static_cast<ValueId>(g_.size());
     for (size_t i = 0; i < g_.outputs().size(); ++i) {
       ValueId v = g_.outputs()[i];
-      if (v < 0 || v >= n)
+      if (v < 0 || v >= n_nodes)
         throw VerifyError(-1, "return: output " + std::to_string(i) + " refers to value id " + std::to_string(v) +
-                                  ", which does not exist; expected an id in [0, " + std::to_string(n) + ")");
+                                  ", which does not exist; expected an id in [0, " + std::to_string(n_nodes) + ")");
     }
   }
 
@@ -95,9 +104,10 @@ class Verifier {
     for (const auto& [name, v] : n.attrs) collect_attr_symbols(v, used);
     for (const auto& s : used)
       if (!bound_.count(s))
-        fail(id, "size symbol " + s + " is not bound by any graph input's shape; expected " +
-                     (bound_.empty() ? std::string("no symbols (the input shapes have none)")
-                                     : "one of the input shapes' symbols {" + join(bound_) + "}"));
+        fail(id, "size symbol " + s +
+                     " is not bound by the graph's input shapes, input strides or output shapes; "
+                     "expected " +
+                     (bound_.empty() ? std::string("no symbols (they have none)") : "one of {" + join(bound_) + "}"));
   }
 
   const Graph& g_;

@@ -26,7 +26,8 @@ class VerifyError : public IRError {
 ///  - typing: the op table's infer_type (arity, attribute kinds, dtype and shape rules) accepts the node, and the
 ///    node's stored dtype and shape equal the inferred ones;
 ///  - inputs: strides (when given) have the shape's rank and no stride is provably negative;
-///  - symbols: every size symbol used anywhere appears in some graph input's shape (otherwise nothing binds it);
+///  - symbols: every size symbol used anywhere appears in a graph input's shape or strides or in an output's shape
+///    (otherwise no caller could bind it);
 ///  - outputs: every output is a value id of the graph.
 void verify(const Graph& g);
 
