@@ -10,6 +10,7 @@
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/ir/parser.h"
+#include "autofuse/runtime/cache.h"
 #include "kernel_test_util.h"
 
 namespace autofuse {
@@ -76,6 +77,7 @@ const char* kSoftmax = R"(graph softmax(%x: f32[s0, s1]) {
 TEST(Kernel, SoftmaxServesEverySizeFromOneCompile) {
   auto k = Kernel::compile(parse_graph(kSoftmax));
   EXPECT_EQ(k->num_variants(), 1u);
+  reset_cache_stats();
   for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {1000, 4096}, {64, 100000}}) {
     HostTensor x = random_tensor(DType::Float32, {n, d}, static_cast<uint64_t>(n * 7 + d));
     auto got = run_kernel(*k, {x});
@@ -83,6 +85,8 @@ TEST(Kernel, SoftmaxServesEverySizeFromOneCompile) {
     EXPECT_EQ(compare(got[0], want[0], 1e-5), "") << n << "x" << d;
   }
   EXPECT_EQ(k->num_variants(), 1u) << "a new size must not compile a new variant";
+  CacheStats cs = cache_stats();
+  EXPECT_EQ(cs.compiles + cs.disk_hits + cs.memory_hits, 0) << "running new sizes must not touch the compiler or cache";
 }
 
 TEST(Kernel, SoftmaxWithInfinitiesAndNaN) {
@@ -269,6 +273,21 @@ TEST(Kernel, ZeroSizeAndZeroDim) {
     return %e
   })");
   expect_matches_interpreter(d, {filled(DType::Float32, {}, {0.5}), filled(DType::Float32, {}, {0.25})});
+}
+
+TEST(Kernel, IotaAndFullSources) {
+  // iota indexes the domain directly: its axis must survive launch-time axis merging of contiguous operands.
+  Graph g = parse_graph(R"(graph io(%x: f32[s0, s1]) {
+    %i = iota() {length=s1, start=3, step=2, dtype=i64}
+    %f = cast(%i) {dtype=f32}
+    %h = full() {value=0.5, dtype=f32, shape=[s0, 1]}
+    %a = add(%x, %f)
+    %b = mul(%a, %h)
+    %m = argmax(%b) {axes=[1], keepdim=true}
+    return %b, %m
+  })");
+  for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {4, 33}, {9, 100}})
+    expect_matches_interpreter(g, {random_tensor(DType::Float32, {n, d}, 11)}, 0.0);
 }
 
 TEST(Kernel, BoolAndAnyAll) {
