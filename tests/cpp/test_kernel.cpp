@@ -10,6 +10,7 @@
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/ir/parser.h"
+#include "autofuse/runtime/cache.h"
 #include "kernel_test_util.h"
 
 namespace autofuse {
@@ -76,6 +77,7 @@ const char* kSoftmax = R"(graph softmax(%x: f32[s0, s1]) {
 TEST(Kernel, SoftmaxServesEverySizeFromOneCompile) {
   auto k = Kernel::compile(parse_graph(kSoftmax));
   EXPECT_EQ(k->num_variants(), 1u);
+  reset_cache_stats();
   for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {1000, 4096}, {64, 100000}}) {
     HostTensor x = random_tensor(DType::Float32, {n, d}, static_cast<uint64_t>(n * 7 + d));
     auto got = run_kernel(*k, {x});
@@ -83,6 +85,8 @@ TEST(Kernel, SoftmaxServesEverySizeFromOneCompile) {
     EXPECT_EQ(compare(got[0], want[0], 1e-5), "") << n << "x" << d;
   }
   EXPECT_EQ(k->num_variants(), 1u) << "a new size must not compile a new variant";
+  CacheStats cs = cache_stats();
+  EXPECT_EQ(cs.compiles + cs.disk_hits + cs.memory_hits, 0) << "running new sizes must not touch the compiler or cache";
 }
 
 TEST(Kernel, SoftmaxWithInfinitiesAndNaN) {

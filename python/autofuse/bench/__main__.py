@@ -58,12 +58,17 @@ def main(argv=None) -> int:
     reps = a.reps or 10
     if "eager" not in a.backends:
         a.backends.insert(0, "eager")  # eager is the reference output and the baseline of every ratio
-    doc = harness.run_suite(pats, a.dtypes, sizes, a.backends, reps, a.min_run_ms / 1e3, a.seed,
-                            log=lambda s: print(s, flush=True))
     out = a.out or _default_out("bench")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump(doc, f, indent=1)
+
+    def save(doc):  # also after every case, so that a crash keeps what was measured
+        with open(out + ".tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(out + ".tmp", out)
+
+    doc = harness.run_suite(pats, a.dtypes, sizes, a.backends, reps, a.min_run_ms / 1e3, a.seed,
+                            log=lambda s: print(s, flush=True), checkpoint=save)
+    save(doc)
     print()
     print(report.text_table(doc))
     print()

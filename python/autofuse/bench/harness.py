@@ -290,8 +290,11 @@ def machine_info() -> dict:
 
 
 def run_suite(patterns, dtypes, sizes, backends=BACKENDS, reps: int = 10, min_run_s: float = 2e-3,
-              seed: int = 0, log=print, command: str | None = None) -> dict:
-    """Runs every case and returns the whole JSON document (schema SCHEMA; report.summarize fills "summary")."""
+              seed: int = 0, log=print, command: str | None = None, checkpoint=None) -> dict:
+    """Runs every case and returns the whole JSON document (schema SCHEMA; report.summarize fills "summary").
+
+    ``checkpoint(doc)``, when given, is called after every case with the document so far ("partial": true), so
+    that a crash (e.g. a faulting kernel) leaves the finished cases on disk."""
     from . import report
 
     started = time.time()
@@ -324,6 +327,13 @@ def run_suite(patterns, dtypes, sizes, backends=BACKENDS, reps: int = 10, min_ru
                         e["pct_bw"] = 100.0 * e["gbs"] / bw
                 doc["results"].append(rec)
                 log(report.case_line(rec, i, total, time.perf_counter() - t0))
+                if checkpoint is not None:
+                    doc["partial"] = True
+                    doc["load_average"] = {"start": list(load_start), "end": list(os.getloadavg())}
+                    doc["wall_s"] = time.time() - started
+                    doc["summary"] = report.summarize(doc)
+                    checkpoint(doc)
+    doc.pop("partial", None)
     doc["load_average"] = {"start": list(load_start), "end": list(os.getloadavg())}
     doc["wall_s"] = time.time() - started
     doc["summary"] = report.summarize(doc)

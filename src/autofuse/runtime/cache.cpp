@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -194,9 +195,11 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
     ++g_compiles;
     make_private_dirs(entry.substr(0, entry.rfind('/')));
     if (::rename(tmp.c_str(), entry.c_str()) != 0) {
-      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
+      int err = errno;
       remove_tree(tmp);
-      continue;
+      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
+      if (err == ENOTEMPTY || err == EEXIST) continue;
+      throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err));
     }
     *hit = false;
     return Module::load(entry + "/kernel.so");
@@ -223,6 +226,20 @@ std::shared_ptr<Module> compile_uncached(const std::string& source, const std::s
   return m;
 }
 
+/// Removes what crashed or killed processes left in v1/tmp (build and include directories, corrupt entries moved
+/// aside) once they are an hour old; run once per process, on its first compile. Live builds are seconds old.
+void sweep_stale_temporaries(const std::string& dir) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::error_code ec;
+    auto now = std::filesystem::file_time_type::clock::now();
+    for (auto& e : std::filesystem::directory_iterator(dir + "/" + kLayout + "/tmp", ec)) {
+      auto mtime = std::filesystem::last_write_time(e.path(), ec);
+      if (!ec && now - mtime > std::chrono::hours(1)) remove_tree(e.path().string());
+    }
+  });
+}
+
 std::mutex g_mu;
 std::map<std::string, std::shared_future<std::shared_ptr<Module>>> g_loaded;  // cache_dir + "/" + key
 
@@ -237,6 +254,7 @@ CompileResult compile_module(const std::string& source, const std::string& name_
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   std::string hint = sanitize_hint(name_hint);
   std::string dir = cache_dir();
+  sweep_stale_temporaries(dir);
   HeaderSet headers = load_headers();
   std::string include_dir = install_headers(headers);
   std::string key = compute_key(source, headers);

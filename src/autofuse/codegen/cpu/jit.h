@@ -1,6 +1,6 @@
-// The codegen's view of the runtime: compile a kernel source to a loaded function, the lane count for the host ISA,
-// and the parallel-for kernels are launched with. A thin adapter, so the Kernel class does not depend on how the
-// runtime is built.
+// The codegen's view of the runtime (runtime/: compile_module, host_isa, parallel_for): compile a kernel source to
+// a loaded entry point, the lane count for the host ISA, and the parallel-for kernels are launched with. A thin
+// adapter, so the Kernel class does not depend on how the runtime is built.
 #pragma once
 
 #include <cstdint>
