@@ -275,6 +275,21 @@ TEST(Kernel, ZeroSizeAndZeroDim) {
   expect_matches_interpreter(d, {filled(DType::Float32, {}, {0.5}), filled(DType::Float32, {}, {0.25})});
 }
 
+TEST(Kernel, IotaAndFullSources) {
+  // iota indexes the domain directly: its axis must survive launch-time axis merging of contiguous operands.
+  Graph g = parse_graph(R"(graph io(%x: f32[s0, s1]) {
+    %i = iota() {length=s1, start=3, step=2, dtype=i64}
+    %f = cast(%i) {dtype=f32}
+    %h = full() {value=0.5, dtype=f32, shape=[s0, 1]}
+    %a = add(%x, %f)
+    %b = mul(%a, %h)
+    %m = argmax(%b) {axes=[1], keepdim=true}
+    return %b, %m
+  })");
+  for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {4, 33}, {9, 100}})
+    expect_matches_interpreter(g, {random_tensor(DType::Float32, {n, d}, 11)}, 0.0);
+}
+
 TEST(Kernel, BoolAndAnyAll) {
   Graph g = parse_graph(R"(graph b(%x: f32[s0, s1]) {
     %p = gt(%x, %x)
