@@ -16,6 +16,8 @@ void bind_tensor(nb::module_& m);
 void bind_interpreter(nb::module_& m);
 /// Kernel compilation, cache statistics, threads (bind_runtime.cpp; owner: runtime/codegen).
 void bind_runtime(nb::module_& m);
+/// Kernel: compile a kernel graph, run it on tensors (bind_kernel.cpp; owner: codegen).
+void bind_kernel(nb::module_& m);
 /// fuse(), CompiledGraph (bind_fusion.cpp; owner: fusion).
 void bind_fusion(nb::module_& m);
 

@@ -7,5 +7,6 @@ NB_MODULE(_core, m) {
   autofuse::bindings::bind_tensor(m);
   autofuse::bindings::bind_interpreter(m);
   autofuse::bindings::bind_runtime(m);
+  autofuse::bindings::bind_kernel(m);
   autofuse::bindings::bind_fusion(m);
 }
