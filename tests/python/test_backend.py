@@ -279,3 +279,27 @@ def test_lowered_ir_runs_on_interpreter(fn, monkeypatch):
     x, y = torch.randn(6, 40), torch.randn(40)
     recs, _ = run_compiled(fn, x, y, atol=2e-3, rtol=2e-3)
     assert recs[0].mode in ("interpreter", "fused-interpreter")
+
+
+@pytest.mark.skipif(not backend.has_fusion(), reason="needs the IR builder and fusion bindings (_core.Graph, fuse)")
+def test_kernel_compile_failure_falls_back_with_warning(monkeypatch):
+    """A kernel that fails to compile runs its ops in ATen with a warning; AUTOFUSE_STRICT=1 raises instead."""
+    from autofuse import native
+
+    def failing_compiler(core):
+        def compile_(graph):
+            raise RuntimeError("simulated compiler failure")
+
+        return compile_
+
+    monkeypatch.setattr(native, "kernel_compiler", failing_compiler)
+    monkeypatch.setattr(native, "_KERNELS", {})
+    monkeypatch.setattr(backend, "has_native_kernels", lambda: True)
+    x = torch.randn(3, 50)
+    with pytest.warns(UserWarning, match="failed to compile"):
+        recs, _ = run_compiled(lambda x: torch.softmax(x, -1) * 3, x)
+    assert recs[0].kernels and all("simulated" in s.info.get("error", "") for s in recs[0].kernels)
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="simulated compiler failure"):
+        torch.compile(lambda x: torch.softmax(x, -1) * 4, backend="autofuse")(x)
