@@ -34,6 +34,10 @@ const Command kCommands[] = {
     {"fuse", cmd_fuse, "fuse FILE [options]", "partition a graph into fusion groups and print the fusion report"},
     {"codegen", cmd_codegen, "codegen FILE [options]", "print the generated kernel source of a graph"},
     {"run", cmd_run, "run FILE [options]", "compile and run a graph, checking it against the interpreter"},
+    {"machine", cmd_machine, "machine [--reprobe] [--launch]",
+     "print the machine model: cores, caches, ISA, measured bandwidths; --launch: parallel_for launch cost"},
+    {"cache", cmd_cache, "cache [--bench [--reps N] [--source FILE]]",
+     "show the kernel cache; --bench: median cold compile and warm load times"},
 };
 
 void print_help(std::FILE* out) {

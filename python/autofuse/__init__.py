@@ -8,6 +8,18 @@ from autofuse._core import DType, op_names  # noqa: F401
 
 __all__ = ["DType", "op_names"]
 
+# The runtime: kernel cache counters, the launcher's thread count, the machine model; owned by "runtime".
+from autofuse._core import (  # noqa: E402,F401
+    CompileError,
+    cache_stats,
+    get_num_threads,
+    machine_info,
+    reset_cache_stats,
+    set_num_threads,
+)
+
+__all__ += ["CompileError", "cache_stats", "reset_cache_stats", "set_num_threads", "get_num_threads", "machine_info"]
+
 # The torch.compile backend (registers "autofuse" with Dynamo) and explain(); owned by "torch".
 from autofuse import backend as _backend  # noqa: E402,F401
 from autofuse.explain import explain  # noqa: E402,F401

@@ -74,7 +74,11 @@ def _load_core():
 def has_native_kernels() -> bool:
     """Whether the C++ fusion pass and kernel compiler are available through the bindings."""
     core = _load_core()
-    return core is not None and all(hasattr(core, n) for n in ("Graph", "fuse", "Kernel"))
+    if core is None or not (hasattr(core, "Graph") and hasattr(core, "fuse")):
+        return False
+    from .native import kernel_compiler
+
+    return kernel_compiler(core) is not None
 
 
 # ---- planning: groups and their runners ------------------------------------------------------------------------------
@@ -124,16 +128,37 @@ def _reference_runners(lg: LoweredGraph, steps: List[Step]) -> None:
             s.needs_bindings = True
 
 
+def has_fusion() -> bool:
+    """Whether the C++ IR builder and fusion pass are available through the bindings."""
+    core = _load_core()
+    return core is not None and hasattr(core, "Graph") and hasattr(core, "fuse")
+
+
 def plan(lg: LoweredGraph, record: GraphRecord) -> List[Step]:
-    """Partition ``lg`` into steps and give every kernel step a runner."""
-    if has_native_kernels():
+    """Partition ``lg`` into steps and give every kernel step a runner.
+
+    Native: fusion groups from ``_core.fuse``, kernels from ``_core.Kernel``. Without the kernel compiler the fusion
+    groups run on a stand-in (mode "fused-reference"); without fusion, maximal runs of IR nodes between ATen calls do
+    (mode "reference"). AUTOFUSE_STANDIN=interp makes the stand-in the C++ interpreter instead of eager torch.
+    """
+    interp = os.environ.get("AUTOFUSE_STANDIN") == "interp"
+    if has_fusion():
         from .native import plan_native
 
         steps = plan_native(lg, record, strict())
+        if not has_native_kernels():
+            record.mode = "fused-reference"
+            if interp:
+                from .native import InterpreterGroup
+
+                for st in steps:
+                    if st.kind == "kernel":
+                        st.run = InterpreterGroup(st.info["subgraph"])
+                record.mode = "fused-interpreter"
     else:
         record.mode = "reference"
         steps = simple_partition(lg)
-        if os.environ.get("AUTOFUSE_STANDIN") == "interp":
+        if interp:
             from .native import has_interpreter, plan_interpreter
 
             if has_interpreter():
@@ -179,9 +204,24 @@ def _example_bindings(lg: LoweredGraph, example_inputs) -> Dict[str, int]:
     return out
 
 
+_threads_set = False
+
+
+def _sync_threads() -> None:
+    """Give the kernel launcher as many threads as torch uses (once per process), so the two pools do not fight."""
+    global _threads_set
+    if _threads_set:
+        return
+    _threads_set = True
+    core = _load_core()
+    if core is not None and hasattr(core, "set_num_threads"):
+        core.set_num_threads(torch.get_num_threads())
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inference") -> Callable:
     """Compile one functional ATen FX graph into a boxed callable (``fn(list_of_args) -> list``)."""
     t0 = time.perf_counter()
+    _sync_threads()
     record = GraphRecord(name=f"graph{next(_counter)}_{kind}", kind=kind, gm=gm)
     RECORDS.append(record)
     try:

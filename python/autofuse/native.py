@@ -67,12 +67,20 @@ def _kind(group) -> str:
     raise ValueError(f"unknown fusion group kind {k}")
 
 
+def kernel_compiler(core):
+    """The bindings' kernel compiler: ``Kernel.compile(graph)`` (contract) or a module-level ``compile_kernel``."""
+    kernel = getattr(core, "Kernel", None)
+    if kernel is not None and hasattr(kernel, "compile"):
+        return kernel.compile
+    return getattr(core, "compile_kernel", None)
+
+
 def compile_kernel(core, subgraph):
     """Compile one kernel sub-graph, memoized by its IR text."""
     key = str(subgraph)
     k = _KERNELS.get(key)
     if k is None:
-        k = core.Kernel.compile(subgraph)
+        k = kernel_compiler(core)(subgraph)
         _KERNELS[key] = k
     return k
 
@@ -98,6 +106,10 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
         if kind == "kernel":
             sub = _get(grp, "subgraph")
             st.info["ir"] = str(sub)
+            st.info["subgraph"] = sub
+            if kernel_compiler(core) is None:
+                steps.append(st)
+                continue
             try:
                 k = compile_kernel(core, sub)
                 st.kernel = k

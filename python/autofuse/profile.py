@@ -1,9 +1,10 @@
 """Profiling mode: per-kernel calls, time, bytes read and written, GB/s and % of the measured copy bandwidth.
 
 Switch it on for a whole process with ``AUTOFUSE_PROFILE=1`` (the table is printed to stderr at exit), or for a
-region with the context manager::
+region with the context manager (this module is callable: ``autofuse.profile()`` is ``autofuse.profile.profile()``)::
 
-    with autofuse.profile.profile() as p:
+    import autofuse.profile
+    with autofuse.profile() as p:
         model(x)
     print(p.table())          # or p.rows() for a list of dicts
 
@@ -25,6 +26,7 @@ import statistics
 import sys
 import threading
 import time
+import types
 from dataclasses import dataclass, field
 
 _ENV_ON = os.environ.get("AUTOFUSE_PROFILE", "") not in ("", "0", "false", "False")
@@ -226,3 +228,13 @@ if _ENV_ON:
     _active.append(_env_profile)
     _enabled = True
     atexit.register(_print_at_exit, _env_profile)
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``autofuse.profile()`` open a profiling region while ``autofuse.profile.record`` etc. stay reachable."""
+
+    def __call__(self):
+        return profile()
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,8 +1,105 @@
-// Python bindings of the runtime and kernels (owner: runtime / codegen). Empty until those stages land.
+// Python bindings of the runtime (owner: runtime; kernel bindings, if any, by codegen): cache statistics, the
+// thread count, the host ISA, the machine model, and compile_module for tests and tools.
+#include <nanobind/stl/string.h>
+
+#include "autofuse/runtime/runtime.h"
+#include "autofuse/tiling/machine.h"
 #include "bindings.h"
 
 namespace autofuse::bindings {
+namespace {
 
-void bind_runtime(nb::module_& m) { (void)m; }
+/// A module compiled from Python: the loaded object plus how it was obtained.
+struct PyCompiledModule {
+  std::shared_ptr<Module> module;
+  bool cache_hit = false;
+  double seconds = 0;
+};
+
+nb::dict machine_dict(const MachineInfo& mi) {
+  nb::dict d;
+  d["cpu_model"] = mi.cpu_model;
+  d["logical_cpus"] = mi.logical_cpus;
+  d["physical_cores"] = mi.physical_cores;
+  d["l1d_bytes"] = mi.l1d_bytes;
+  d["l2_bytes"] = mi.l2_bytes;
+  d["l3_bytes"] = mi.l3_bytes;
+  d["cache_line_bytes"] = mi.cache_line_bytes;
+  d["isa"] = mi.isa;
+  d["simd_bytes"] = mi.simd_bytes;
+  d["probe_threads"] = mi.probe_threads;
+  d["read_gbps"] = mi.read_gbps;
+  d["write_gbps"] = mi.write_gbps;
+  d["copy_gbps"] = mi.copy_gbps;
+  d["l1_read_gbps"] = mi.l1_read_gbps;
+  d["l2_read_gbps"] = mi.l2_read_gbps;
+  d["bandwidth_source"] = mi.bandwidth_source;
+  return d;
+}
+
+}  // namespace
+
+void bind_runtime(nb::module_& m) {
+  nb::exception<CompileError>(m, "CompileError", PyExc_RuntimeError);
+  nb::exception<CacheDirError>(m, "CacheDirError", PyExc_RuntimeError);
+
+  nb::class_<CacheStats>(m, "CacheStats", "Kernel cache counters since start or reset_cache_stats()")
+      .def_ro("compiles", &CacheStats::compiles, "compiler runs")
+      .def_ro("disk_hits", &CacheStats::disk_hits, "modules loaded from the disk cache")
+      .def_ro("memory_hits", &CacheStats::memory_hits, "modules already loaded in this process")
+      .def_ro("rebuilt_corrupt", &CacheStats::rebuilt_corrupt, "disk entries found corrupt and rebuilt")
+      .def("as_dict",
+           [](const CacheStats& s) {
+             nb::dict d;
+             d["compiles"] = s.compiles;
+             d["disk_hits"] = s.disk_hits;
+             d["memory_hits"] = s.memory_hits;
+             d["rebuilt_corrupt"] = s.rebuilt_corrupt;
+             return d;
+           })
+      .def("__repr__", [](const CacheStats& s) {
+        return "CacheStats(compiles=" + std::to_string(s.compiles) + ", disk_hits=" + std::to_string(s.disk_hits) +
+               ", memory_hits=" + std::to_string(s.memory_hits) +
+               ", rebuilt_corrupt=" + std::to_string(s.rebuilt_corrupt) + ")";
+      });
+  m.def("cache_stats", &cache_stats, "Kernel cache counters (compiles, disk_hits, memory_hits, rebuilt_corrupt)");
+  m.def("reset_cache_stats", &reset_cache_stats, "Zero the kernel cache counters");
+  m.def("clear_memory_cache", &clear_memory_cache,
+        "Forget the modules this process loaded, so the next compile of the same source reads the disk cache");
+  m.def("cache_dir", &cache_dir, "The kernel cache directory (created, mode 0700); raises CacheDirError if unsafe");
+
+  m.def("set_num_threads", &set_num_threads, nb::arg("n"),
+        "Threads the kernel launcher's parallel_for uses, caller included (the backend passes "
+        "torch.get_num_threads())");
+  m.def("get_num_threads", &get_num_threads, "Threads the kernel launcher's parallel_for uses");
+  m.def("host_isa", &host_isa, "Kernel ISA: 'avx512', 'avx2' or 'scalar' (AUTOFUSE_ISA overrides the CPU probe)");
+  m.def("kernel_compile_flags", &kernel_compile_flags, "The compiler flags kernels are built with");
+
+  m.def(
+      "machine_info", [](bool reprobe) { return machine_dict(reprobe ? reprobe_machine() : machine_info()); },
+      nb::arg("reprobe") = false,
+      "The machine model as a dict: topology, cache sizes, ISA, and bandwidths in GB/s (measured once per machine "
+      "and cached on disk; reprobe=True measures again)");
+
+  nb::class_<PyCompiledModule>(m, "CompiledModule", "A C++ source compiled and loaded by compile_module")
+      .def_ro("cache_hit", &PyCompiledModule::cache_hit)
+      .def_ro("seconds", &PyCompiledModule::seconds)
+      .def_prop_ro("path", [](const PyCompiledModule& c) { return c.module->path(); })
+      .def(
+          "symbol_address",
+          [](const PyCompiledModule& c, const std::string& name) {
+            return reinterpret_cast<uintptr_t>(c.module->symbol(name));
+          },
+          nb::arg("name"), "Address of an exported symbol (for ctypes); raises RuntimeError if absent");
+  m.def(
+      "compile_module",
+      [](const std::string& source, const std::string& name_hint) {
+        CompileResult r = compile_module(source, name_hint);
+        return PyCompiledModule{r.module, r.cache_hit, r.seconds};
+      },
+      nb::arg("source"), nb::arg("name_hint") = "kernel",
+      "Compile C++ source to a loaded module through the kernel cache; raises CompileError with the compiler's "
+      "output");
+}
 
 }  // namespace autofuse::bindings

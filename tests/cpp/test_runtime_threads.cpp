@@ -1,5 +1,7 @@
 // Tests of parallel_for: coverage of every index exactly once, chunking, nesting, exceptions, concurrent callers.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <random>
@@ -163,6 +165,25 @@ TEST_F(ParallelFor, ThreadCountChanges) {
   }
   set_num_threads(0);
   EXPECT_EQ(get_num_threads(), 1);
+}
+
+TEST_F(ParallelFor, WorksInAForkedChild) {
+  set_num_threads(3);
+  std::atomic<int64_t> warm{0};
+  parallel_for(300, 1, [&](int64_t b, int64_t e) { warm += e - b; });  // the parent's workers exist now
+  ASSERT_EQ(warm.load(), 300);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child has none of the parent's worker threads; the pool must start new ones rather than wait forever.
+    std::atomic<int64_t> total{0};
+    parallel_for(3000, 1, [&](int64_t b, int64_t e) { total += e - b; });
+    ::_exit(total.load() == 3000 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -21,6 +21,11 @@ native = pytest.mark.skipif(not backend.has_native_kernels(),
                             reason="needs autofuse._core.fuse and Kernel (C++ fusion/codegen bindings) built")
 
 
+#: Record modes: native kernels, fusion groups on a stand-in, or stand-in groups without fusion (backend.plan).
+FUSED = ("kernels", "fused-reference", "fused-interpreter")
+MODES = FUSED + ("reference", "interpreter")
+
+
 def run_compiled(fn, *args, dynamic=None, atol=1e-5, rtol=1e-5, calls=1):
     """Compile fn, check it against eager on args; returns (records of the graphs compiled, launches made)."""
     torch._dynamo.reset()
@@ -45,10 +50,10 @@ def test_pointwise_chain_is_one_kernel():
     torch.manual_seed(SEED)
     x, y = torch.randn(33, 65), torch.randn(65)
     recs, launched = run_compiled(lambda x, y: torch.sigmoid(x * y + 1.5).tanh() - y.exp(), x, y)
-    assert recs and all(r.mode in ("kernels", "reference", "interpreter") for r in recs)
+    assert recs and all(r.mode in MODES for r in recs)
     assert launched >= 1
     assert recs[0].lowered.fallbacks == []
-    if recs[0].mode == "kernels":
+    if recs[0].mode in FUSED:
         assert len(kernels(recs)) == 1
 
 
@@ -67,7 +72,7 @@ def test_fusable_patterns_have_no_fallback(fn):
     recs, launched = run_compiled(fn, x)
     assert launched >= 1
     assert [f for r in recs for f in r.lowered.fallbacks] == []
-    if recs[0].mode == "kernels":
+    if recs[0].mode in FUSED:
         assert len(kernels(recs)) == 1, [s.name for s in kernels(recs)]
 
 
@@ -273,4 +278,28 @@ def test_lowered_ir_runs_on_interpreter(fn, monkeypatch):
     torch.manual_seed(SEED)
     x, y = torch.randn(6, 40), torch.randn(40)
     recs, _ = run_compiled(fn, x, y, atol=2e-3, rtol=2e-3)
-    assert recs[0].mode == "interpreter"
+    assert recs[0].mode in ("interpreter", "fused-interpreter")
+
+
+@pytest.mark.skipif(not backend.has_fusion(), reason="needs the IR builder and fusion bindings (_core.Graph, fuse)")
+def test_kernel_compile_failure_falls_back_with_warning(monkeypatch):
+    """A kernel that fails to compile runs its ops in ATen with a warning; AUTOFUSE_STRICT=1 raises instead."""
+    from autofuse import native
+
+    def failing_compiler(core):
+        def compile_(graph):
+            raise RuntimeError("simulated compiler failure")
+
+        return compile_
+
+    monkeypatch.setattr(native, "kernel_compiler", failing_compiler)
+    monkeypatch.setattr(native, "_KERNELS", {})
+    monkeypatch.setattr(backend, "has_native_kernels", lambda: True)
+    x = torch.randn(3, 50)
+    with pytest.warns(UserWarning, match="failed to compile"):
+        recs, _ = run_compiled(lambda x: torch.softmax(x, -1) * 3, x)
+    assert recs[0].kernels and all("simulated" in s.info.get("error", "") for s in recs[0].kernels)
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="simulated compiler failure"):
+        torch.compile(lambda x: torch.softmax(x, -1) * 4, backend="autofuse")(x)

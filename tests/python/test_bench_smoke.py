@@ -29,9 +29,11 @@ def _register_backends():
 def doc():
     _register_backends()
     lines = []
+    saved = []
     d = harness.run_suite(patterns.PATTERNS, ["float32"], ["small"], backends=["eager", _OK, _BROKEN], reps=2,
-                          min_run_s=1e-4, log=lines.append, command="test")
-    d["_log"] = lines
+                          min_run_s=1e-4, log=lines.append, command="test",
+                          checkpoint=lambda doc: saved.append((doc.get("partial"), len(doc["results"]))))
+    d["_log"], d["_saved"] = lines, saved
     return d
 
 
@@ -41,6 +43,7 @@ def test_schema(doc):
                 "results", "load_average", "wall_s", "summary"):
         assert key in doc, key
     assert doc["copy_bandwidth_gbs"] > 0
+    assert "partial" not in doc
     assert len(doc["results"]) == len(patterns.PATTERNS)
     text = json.dumps(doc)  # the document must serialise
     assert json.loads(text)["schema"] == harness.SCHEMA
@@ -102,3 +105,7 @@ def test_report_and_plot(doc, tmp_path):
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert any(line.startswith("[1/") for line in doc["_log"])
+
+
+def test_checkpoint_after_every_case(doc):
+    assert doc["_saved"] == [(True, i + 1) for i in range(len(patterns.PATTERNS))]

@@ -284,7 +284,7 @@ def test_layout_ops(dt):
 @pytest.mark.parametrize("dt", ALL)
 def test_sources(dt):
     values = {"bool": [0, 1], "f16": [1.5, -0.0, float("nan"), float("inf"), 1e-6, 0.1, 70000.0, 3]}.get(
-        dt, [7, -3, 0, 100] if dt in INTS else [1.5, -0.0, float("nan"), -float("inf"), 1e-40, 0.1, 3, 1e300])
+        dt, [7, -3, 0, 100, 2.7, -2.7] if dt in INTS else [1.5, -0.0, float("nan"), -float("inf"), 1e-40, 0.1, 3, 1e300])
     for v in values:
         try:
             want = torch.full((), v, dtype=TORCH_DTYPE[dt])
@@ -431,6 +431,27 @@ def test_softmax_graph(dt):
     want = e / torch.sum(e, 1, keepdim=True)
     tol = 2.0 ** -20 if dt in ("f32", "f64") else 0
     assert_close(run_interp(text, [x])[0], want, f"softmax {dt}", ulps=4, atol=tol)
+
+
+@pytest.mark.parametrize("dt", FLOATS + ["i32", "u8"])
+def test_chain_rounds_after_each_node(dt):
+    """(x + y) - y and x * y / y: every node's result is rounded to the dtype before the next node reads it, as in
+    eager, so small x against large y loses bits (f16/bf16 especially) and integers wrap between nodes."""
+    text = f"""graph chain(%x: {dt}[n], %y: {dt}[n]) {{
+  %a = add(%x, %y)
+  %b = sub(%a, %y)
+  %c = mul(%b, %y)
+  %d = maximum(%c, %x)
+  return %b, %c, %d
+}}
+"""
+    rng = rng_for(f"chain-{dt}")
+    x = to_tensor(list(random_values(dt, 50, rng)), dt)
+    y = to_tensor(list(random_values(dt, 50, rng)), dt)
+    b = (x + y) - y
+    want = [b, b * y, torch.maximum(b * y, x)]
+    for k, (got, w) in enumerate(zip(run_interp(text, [x, y]), want)):
+        assert_close(got, w, f"chain output {k} ({dt})", zero_sign=k != 2)
 
 
 def test_extern_is_refused():

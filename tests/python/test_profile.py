@@ -76,3 +76,11 @@ def test_env_mode_prints_table_at_exit(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "kern_env" in r.stderr and "autofuse profile" in r.stderr
+
+
+def test_module_is_callable_as_context_manager():
+    import autofuse.profile
+
+    with autofuse.profile() as p:
+        autofuse.profile.record("m", 0.25, 8, 8)
+    assert p.kernels["m"].calls == 1

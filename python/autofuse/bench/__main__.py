@@ -33,7 +33,7 @@ def parse_args(argv):
                     "with --quick)")
     ap.add_argument("--backends", nargs="*", default=["eager", "inductor", "autofuse"],
                     choices=["eager", "inductor", "autofuse"])
-    ap.add_argument("--reps", type=int, help="timed rounds per case (default 10 with --quick, else 15)")
+    ap.add_argument("--reps", type=int, help="timed rounds per case (default 10)")
     ap.add_argument("--min-run-ms", type=float, default=2.0, help="shortest timed run; tiny cases loop calls")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="JSON path (default bench/results/bench-<date>.json)")
@@ -55,15 +55,20 @@ def main(argv=None) -> int:
     from . import harness, report
 
     sizes = a.sizes or (QUICK_SIZES if a.quick else FULL_SIZES)
-    reps = a.reps or (10 if a.quick else 15)
+    reps = a.reps or 10
     if "eager" not in a.backends:
         a.backends.insert(0, "eager")  # eager is the reference output and the baseline of every ratio
-    doc = harness.run_suite(pats, a.dtypes, sizes, a.backends, reps, a.min_run_ms / 1e3, a.seed,
-                            log=lambda s: print(s, flush=True))
     out = a.out or _default_out("bench")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump(doc, f, indent=1)
+
+    def save(doc):  # also after every case, so that a crash keeps what was measured
+        with open(out + ".tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(out + ".tmp", out)
+
+    doc = harness.run_suite(pats, a.dtypes, sizes, a.backends, reps, a.min_run_ms / 1e3, a.seed,
+                            log=lambda s: print(s, flush=True), checkpoint=save)
+    save(doc)
     print()
     print(report.text_table(doc))
     print()
@@ -75,9 +80,7 @@ def main(argv=None) -> int:
         png = plot.plot(doc, os.path.splitext(out)[0] + ".png")
     print(f"wrote {out}" + (f" and {png}" if png else ""))
     if a.markdown:
-        rel = os.path.relpath(png, os.path.dirname(os.path.abspath(a.markdown))) if png else None
-        with open(a.markdown, "w") as f:
-            f.write(report.markdown_block(doc, out, rel))
+        report.write_markdown(doc, out, png, a.markdown)
         print(f"wrote {a.markdown}")
     return 0
 

@@ -127,6 +127,38 @@ def _import_autofuse() -> str | None:
         return _one_line(e)
 
 
+def _autofuse_records() -> list:
+    """The autofuse backend's per-graph records so far (empty when the backend is absent or changed shape)."""
+    try:
+        from autofuse import backend as af_backend
+
+        return list(getattr(af_backend, "RECORDS", []))
+    except Exception:
+        return []
+
+
+def _autofuse_launches() -> int | None:
+    try:
+        from autofuse.program import kernel_launches
+
+        return kernel_launches()
+    except Exception:
+        return None
+
+
+def _describe_graphs(records) -> list[dict]:
+    """What autofuse did with each graph of a case: mode ("kernels", "reference" = eager stand-ins for kernels,
+    "eager" = whole-graph fallback), kernel / extern / host step counts, and the fallback reason if any."""
+    out = []
+    for r in records:
+        steps = list(getattr(r, "steps", []))
+        kinds = [getattr(st, "kind", "?") for st in steps]
+        out.append({"mode": getattr(r, "mode", "?"), "kernels": kinds.count("kernel"),
+                    "externs": kinds.count("extern"), "hosts": kinds.count("host"),
+                    "reason": str(getattr(r, "reason", ""))[:200]})
+    return out
+
+
 def make_callable(backend: str, fn):
     """``fn`` itself for "eager"; else a fresh torch.compile of it with that backend ("inductor" is the default
     backend) and static shapes."""
@@ -194,9 +226,17 @@ def run_case(pattern: Pattern, dtype_name: str, size: str, backends, reps: int, 
             continue
         try:
             f = make_callable(b, pattern.fn)
+            n_records = len(_autofuse_records()) if b == "autofuse" else 0
             t0 = time.perf_counter()
             out = f(*inputs)
             entry["first_call_s"] = time.perf_counter() - t0
+            if b == "autofuse":
+                entry["graphs"] = _describe_graphs(_autofuse_records()[n_records:])
+                before = _autofuse_launches()
+                f(*inputs)
+                after = _autofuse_launches()
+                if before is not None and after is not None:
+                    entry["kernel_launches_per_call"] = after - before
             entry.update(compare(out, ref, dtype))
             callables[b] = f
         except Exception as e:
@@ -250,8 +290,11 @@ def machine_info() -> dict:
 
 
 def run_suite(patterns, dtypes, sizes, backends=BACKENDS, reps: int = 10, min_run_s: float = 2e-3,
-              seed: int = 0, log=print, command: str | None = None) -> dict:
-    """Runs every case and returns the whole JSON document (schema SCHEMA; report.summarize fills "summary")."""
+              seed: int = 0, log=print, command: str | None = None, checkpoint=None) -> dict:
+    """Runs every case and returns the whole JSON document (schema SCHEMA; report.summarize fills "summary").
+
+    ``checkpoint(doc)``, when given, is called after every case with the document so far ("partial": true), so
+    that a crash (e.g. a faulting kernel) leaves the finished cases on disk."""
     from . import report
 
     started = time.time()
@@ -284,6 +327,13 @@ def run_suite(patterns, dtypes, sizes, backends=BACKENDS, reps: int = 10, min_ru
                         e["pct_bw"] = 100.0 * e["gbs"] / bw
                 doc["results"].append(rec)
                 log(report.case_line(rec, i, total, time.perf_counter() - t0))
+                if checkpoint is not None:
+                    doc["partial"] = True
+                    doc["load_average"] = {"start": list(load_start), "end": list(os.getloadavg())}
+                    doc["wall_s"] = time.time() - started
+                    doc["summary"] = report.summarize(doc)
+                    checkpoint(doc)
+    doc.pop("partial", None)
     doc["load_average"] = {"start": list(load_start), "end": list(os.getloadavg())}
     doc["wall_s"] = time.time() - started
     doc["summary"] = report.summarize(doc)

@@ -19,7 +19,7 @@ def plot(doc: dict, path: str) -> str:
     compilers = [b for b in backends if b != "eager"]
     panels = [("speedup", s) for s in sizes] + ([("pct", "large")] if "large" in sizes else [])
     n_cases = max(1, max(sum(1 for r in doc["results"] if r["size"] == s) for s in sizes))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(10, 0.32 * n_cases + 3), 3.6 * len(panels)),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(10, 0.32 * n_cases + 3), 4.5 * len(panels)),
                              squeeze=False)
     for ax, (kind, size) in zip(axes[:, 0], panels):
         recs = [r for r in doc["results"] if r["size"] == size]

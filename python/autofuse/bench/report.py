@@ -3,23 +3,21 @@
 JSON record of one case (doc["results"][i]):
   pattern, dtype, size, rows, input_shapes, bytes,
   backends: {eager|inductor|autofuse: {first_call_s, median_s, min_s, runs, gbs, pct_bw,
-                                       max_abs_err, max_abs_ref, ok (compilers only), error (on failure)}}
+                                       max_abs_err, max_abs_ref, ok (compilers only), error (on failure),
+                                       graphs, kernel_launches_per_call (autofuse only: what its backend did)}}
 Speedups are ratios of median times (> 1 means faster than the baseline). Geomeans are over the cases where both
 backends have a median time.
 """
 from __future__ import annotations
 
 import math
+import os
 import statistics
 
 
-def _t(rec, b):
-    return rec["backends"].get(b, {}).get("median_s")
-
-
-def speedup(rec, b, base) -> float | None:
-    """Median time of ``base`` over median time of ``b`` for one case, or None if either is missing."""
-    tb, t0 = _t(rec, b), _t(rec, base)
+def speedup(rec, b, base, stat: str = "median_s") -> float | None:
+    """Median (or ``stat``: "min_s") time of ``base`` over that of ``b`` for one case; None if either is missing."""
+    tb, t0 = rec["backends"].get(b, {}).get(stat), rec["backends"].get(base, {}).get(stat)
     return t0 / tb if tb and t0 else None
 
 
@@ -46,6 +44,7 @@ def summarize(doc: dict) -> dict:
         out[key] = geomean(speedup(r, b, base) for r in res)
         out[key + "_by_size"] = {s: geomean(speedup(r, b, base) for r in res if r["size"] == s)
                                  for s in doc["config"]["sizes"]}
+        out[key + "_from_min"] = geomean(speedup(r, b, base, "min_s") for r in res)
     if ("autofuse", "inductor") in pairs:
         out["autofuse_below_0.9x_inductor"] = [
             f"{r['pattern']}/{r['dtype']}/{r['size']} ({speedup(r, 'autofuse', 'inductor'):.2f}x)"
@@ -55,6 +54,9 @@ def summarize(doc: dict) -> dict:
     out["wrong_results"] = {b: [f"{r['pattern']}/{r['dtype']}/{r['size']} (max abs err "
                                 f"{r['backends'][b]['max_abs_err']:.3g})"
                                 for r in res if r["backends"].get(b, {}).get("ok") is False] for b in backends}
+    out["autofuse_not_compiled"] = [
+        f"{r['pattern']}/{r['dtype']}/{r['size']} ({af_steps(r['backends']['autofuse'])})" for r in res
+        if any(g["mode"] != "kernels" for g in r["backends"].get("autofuse", {}).get("graphs", []))]
     out["median_pct_bw_large"] = {
         b: (statistics.median(v) if (v := [r["backends"][b]["pct_bw"] for r in res
                                           if r["size"] == "large" and "pct_bw" in r["backends"].get(b, {})])
@@ -80,13 +82,28 @@ def case_line(rec: dict, i: int, total: int, seconds: float) -> str:
     if "autofuse" in rec["backends"]:
         parts.append(f"af/eager={_fmt_x(speedup(rec, 'autofuse', 'eager'))}")
         parts.append(f"af/ind={_fmt_x(speedup(rec, 'autofuse', 'inductor'))}")
+    af = rec["backends"].get("autofuse", {})
+    if "graphs" in af:
+        modes = ",".join(sorted({g["mode"] for g in af["graphs"]})) or "none"
+        parts.append(f"af[{modes}; {sum(g['kernels'] for g in af['graphs'])}k"
+                     f"/{sum(g['externs'] for g in af['graphs'])}x]")
     errs = [f"{b}: {e['error'][:120]}" for b, e in rec["backends"].items() if "error" in e]
     line = " ".join(parts) + f"  [{seconds:.1f}s]"
     return line + ("\n    " + "\n    ".join(errs) if errs else "")
 
 
 COLUMNS = ["pattern", "dtype", "size", "MB", "eager us", "inductor us", "autofuse us", "ind/eager", "af/eager",
-           "af/ind", "af GB/s", "af %bw", "ind %bw", "af err"]
+           "af/ind", "af GB/s", "af %bw", "ind %bw", "af err", "af steps"]
+
+
+def af_steps(e: dict) -> str:
+    """Autofuse's work for a case: "<kernels>k/<externs>x", prefixed by the mode when not compiled kernels."""
+    graphs = e.get("graphs")
+    if not graphs:
+        return "-"
+    modes = sorted({g["mode"] for g in graphs} - {"kernels"})
+    k, x = sum(g["kernels"] for g in graphs), sum(g["externs"] for g in graphs)
+    return (",".join(modes) + ":" if modes else "") + f"{k}k/{x}x"
 
 
 def table_rows(doc: dict) -> list[list[str]]:
@@ -103,7 +120,7 @@ def table_rows(doc: dict) -> list[list[str]]:
                      _fmt_x(speedup(r, "autofuse", "inductor")),
                      "-" if "gbs" not in af else f"{af['gbs']:.2f}",
                      "-" if "pct_bw" not in af else f"{af['pct_bw']:.0f}",
-                     "-" if "pct_bw" not in ind else f"{ind['pct_bw']:.0f}", err])
+                     "-" if "pct_bw" not in ind else f"{ind['pct_bw']:.0f}", err, af_steps(af)])
     return rows
 
 
@@ -124,12 +141,29 @@ def markdown_table(doc: dict) -> str:
     return "\n".join(out)
 
 
+def busy_warning(doc: dict) -> str | None:
+    """A warning when the 1-minute load average at start or end exceeded half the logical CPUs (other work was
+    running: the timings are noisy and preliminary), else None."""
+    cpus = doc["machine"].get("logical_cpus") or 1
+    load = max(doc["load_average"]["start"][0], doc["load_average"]["end"][0])
+    if load > 0.5 * cpus:
+        return (f"The machine was busy during this run (load average up to {load:.1f} on {cpus} logical CPUs): "
+                f"the timings are noisy and preliminary.")
+    return None
+
+
 def summary_lines(doc: dict) -> list[str]:
     """Headline sentences from doc["summary"], targets of issue 8 quoted next to the figures."""
     s = doc["summary"]
-    g = lambda k: "n/a" if s.get(k) is None else f"{s[k]:.2f}x"  # noqa: E731
+    def g(k):
+        med = "n/a" if s.get(k) is None else f"{s[k]:.2f}x"
+        low = s.get(k + "_from_min")
+        return med + ("" if low is None else f" (from min times: {low:.2f}x)")
+
     lines = [f"copy bandwidth (same run): {doc['copy_bandwidth_gbs']:.2f} GB/s; "
              f"load average start {doc['load_average']['start'][0]:.2f}, end {doc['load_average']['end'][0]:.2f}"]
+    if busy_warning(doc):
+        lines.append(busy_warning(doc))
     if "geomean_inductor_vs_eager" in s:
         lines.append(f"geomean inductor vs eager: {g('geomean_inductor_vs_eager')}")
     if "geomean_autofuse_vs_eager" in s:
@@ -144,6 +178,10 @@ def summary_lines(doc: dict) -> list[str]:
     pct = s["median_pct_bw_large"]
     lines.append("median % of copy bandwidth over DRAM-sized cases: " + ", ".join(
         f"{b} {'n/a' if v is None else f'{v:.0f}%'}" for b, v in pct.items()) + " (autofuse target >= 80%)")
+    if s.get("autofuse_not_compiled"):
+        nc = s["autofuse_not_compiled"]
+        lines.append(f"autofuse ran eager stand-ins or fell back on {len(nc)} case(s): " + ", ".join(nc[:8]) +
+                     (" ..." if len(nc) > 8 else ""))
     for b, f in s["failures"].items():
         if f:
             lines.append(f"{b} failed on {len(f)} case(s); first: {f[0]}")
@@ -157,7 +195,7 @@ def markdown_block(doc: dict, json_path: str, plot_path: str | None) -> str:
     """The README results section: machine, date, command, headline figures, table and plot link."""
     m = doc["machine"]
     lines = ["## Results", "",
-             f"Generated by `python -m autofuse.bench.report {json_path}` from one bench run.", "",
+             f"Generated from one bench run ({os.path.basename(json_path)}) by `autofuse.bench.report`.", "",
              f"- Machine: {m.get('cpu')}, {m.get('logical_cpus')} logical CPUs, torch threads "
              f"{m.get('torch_threads')}, caches {m.get('caches')}, ISA {', '.join(m.get('isa', []))}",
              f"- Software: torch {m.get('torch')}, Python {m.get('python')}",
@@ -165,11 +203,42 @@ def markdown_block(doc: dict, json_path: str, plot_path: str | None) -> str:
              f"- Command: `{doc['command']}`",
              f"- Bytes moved: {doc['bytes_definition']}; timing: {doc['timing']}",
              f"- Repetitions: {doc['config']['reps']} rounds per case", ""]
-    lines += [f"- {ln}" for ln in summary_lines(doc)]
+    lines += [f"- {ln.strip()}" for ln in summary_lines(doc)]
     lines += ["", markdown_table(doc), ""]
     if plot_path:
         lines += [f"![speedups and bandwidth]({plot_path})", ""]
     return "\n".join(lines)
+
+
+def compile_markdown(cdoc: dict, json_path: str) -> str:
+    """A markdown section for a compile-time bench document (autofuse.bench.compile_bench)."""
+    from .compile_bench import text_table as compile_table
+
+    return "\n".join(["### Compile time", "",
+                      f"From {os.path.basename(json_path)} ({cdoc['date']}, {cdoc['dtype']}, {cdoc['size']} inputs): "
+                      "seconds per pattern of the first compiled call minus one eager call; cold = caches disabled, "
+                      "first = empty caches, warm = a new process on populated caches. Each column is one fresh "
+                      "process; init is its first (trivial) compile.", "",
+                      "```", compile_table(cdoc), "```", ""])
+
+
+def write_markdown(doc: dict, json_path: str, png_path: str | None, md_path: str,
+                   compile_doc: tuple[dict, str] | None = None) -> str:
+    """Writes markdown_block to ``md_path``; the plot (if any) is copied next to it as <md stem>.png, so that the
+    block and its picture can be committed together (bench/results/ is not). Returns ``md_path``."""
+    import shutil
+
+    rel = None
+    if png_path and os.path.exists(png_path):
+        dst = os.path.splitext(md_path)[0] + ".png"
+        if os.path.abspath(dst) != os.path.abspath(png_path):
+            shutil.copyfile(png_path, dst)
+        rel = os.path.basename(dst)
+    with open(md_path, "w") as f:
+        f.write(markdown_block(doc, json_path, rel))
+        if compile_doc:
+            f.write("\n" + compile_markdown(*compile_doc))
+    return md_path
 
 
 def main(argv=None) -> int:
@@ -181,19 +250,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m autofuse.bench.report", description=main.__doc__)
     ap.add_argument("json_path")
     ap.add_argument("--markdown", help="write the README results block here (e.g. bench/RESULTS.md)")
-    ap.add_argument("--plot", help="plot path to link from the markdown block (default: the JSON's .png sibling)")
+    ap.add_argument("--compile-json", help="a compile-time bench JSON to add as a section of the markdown")
+    ap.add_argument("--plot", help="plot to copy next to the markdown (default: the JSON's .png sibling)")
     a = ap.parse_args(argv)
     with open(a.json_path) as f:
         doc = json.load(f)
+    doc["summary"] = summarize(doc)  # recomputed: the saved summary may predate this version of the report
     print(text_table(doc))
     print("\n".join(summary_lines(doc)))
     if a.markdown:
-        import os
-
-        plot = a.plot or os.path.splitext(a.json_path)[0] + ".png"
-        rel = os.path.relpath(plot, os.path.dirname(os.path.abspath(a.markdown)))
-        with open(a.markdown, "w") as f:
-            f.write(markdown_block(doc, a.json_path, rel if os.path.exists(plot) else None))
+        cdoc = None
+        if a.compile_json:
+            with open(a.compile_json) as f:
+                cdoc = (json.load(f), a.compile_json)
+        write_markdown(doc, a.json_path, a.plot or os.path.splitext(a.json_path)[0] + ".png", a.markdown, cdoc)
         print(f"wrote {a.markdown}")
     return 0
 

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <set>
 
+#include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/verifier.h"
 
 namespace autofuse {
 
 FusionOptions default_fusion_options() {
   FusionOptions o;
+  o.kernel_check = [](const Graph& g) { return kernel_unsupported_reason(g); };
   return o;
 }
 

@@ -9,7 +9,7 @@
 namespace autofuse {
 
 /// The fusion options the pipeline uses: FusionOptions' defaults, with the code generator's verdict
-/// (kernel_unsupported_reason) as the last word on every candidate kernel when the code generator is built in.
+/// (kernel_unsupported_reason, codegen/kernel.h) as the last word on every candidate kernel.
 FusionOptions default_fusion_options();
 
 /// verify(g); fuse(g, o); verify each group's sub-graph and check that the groups cover every live node once (or as

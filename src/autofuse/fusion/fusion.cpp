@@ -151,13 +151,14 @@ FusedGraph fuse(const Graph& g, const FusionOptions& o) {
       if (n.info().category == OpCategory::Reduce) {
         why = "it is a reduction result, which is never recomputed";
       } else {
-        int weight = op_compute_weight(n.op), materialized = 0;
-        for (ValueId u : n.inputs) materialized += (!p.is_inline[u] && !g.node(u).shape.empty()) ? 1 : 0;
+        int weight = op_compute_weight(n.op);
+        int64_t in_bytes = 0, own = value_bytes(g, v, b);
+        for (ValueId u : n.inputs) in_bytes += p.is_inline[u] ? 0 : read_bytes(g, u, b);
         if (weight > o.recompute_max_weight)
           why = "recomputing " + std::string(n.info().name) + " costs weight " + std::to_string(weight) +
                 " per element, over the bound of " + std::to_string(o.recompute_max_weight);
-        else if (materialized > 1)
-          why = "recomputing it would read " + std::to_string(materialized) + " values instead of one";
+        else if (in_bytes > own + own / 8)
+          why = "recomputing it would read " + format_bytes(in_bytes) + " instead of " + format_bytes(own);
         else
           why = "its producer group could not absorb the reader";
       }

@@ -67,8 +67,8 @@ struct FusionOptions {
   int max_group_nodes = 64;         ///< size cap: ops per kernel (recomputed copies included)
   int max_group_inputs = 16;        ///< input cap: values a kernel reads
   /// Bounded recompute: a value whose ops cost at most this much per element (cost.h weights, summed along its
-  /// chain of cheap ops back to materialized values) may be duplicated into each consumer group instead of being
-  /// written once and read by each. 0 disables recompute of computed values (sources and broadcast_to are always
+  /// chain of cheap ops back to materialized values), and whose chain reads at most 1/8 more bytes than the value,
+  /// may be duplicated into each consumer group instead of being written once and read by each. 0 disables recompute of computed values (sources and broadcast_to are always
   /// folded into their consumers).
   int recompute_max_weight = 2;
   int64_t representative_size = FusionReport::kRepresentativeSize;  ///< value of every symbol for byte figures

@@ -92,6 +92,7 @@ class Partitioner {
  private:
   struct Cand {
     int a, b;
+    bool vertical;  ///< joined by a producer -> consumer edge
     int64_t benefit;
     int64_t distance;
   };
@@ -122,7 +123,57 @@ class Partitioner {
       if (live_[i])
         for (ValueId u : g_.node(static_cast<ValueId>(i)).inputs) live_[u] = true;
     std::unordered_set<ValueId> graph_outs(g_.outputs().begin(), g_.outputs().end());
+    // Pass 1: which values are inline (recomputed by their readers).
     std::vector<int> chain_weight(n, 0);
+    std::vector<int64_t> chain_leaves(n, 0);  // bytes the chain reads from materialized values
+    auto live_users = [&](ValueId v) {
+      int k = 0;
+      for (ValueId u : users_[v]) k += live_[u] ? 1 : 0;
+      return k;
+    };
+    // A single-use cheap elementwise value feeding a recomputed one is recomputed along with it.
+    auto absorbable = [&](ValueId u) {
+      return g_.node(u).info().category == OpCategory::Elementwise && live_users(u) == 1 && !graph_outs.count(u);
+    };
+    for (size_t i = 0; i < n; ++i) {
+      ValueId v = static_cast<ValueId>(i);
+      const Node& nd = g_.node(v);
+      if (!live_[v] || nd.op == OpKind::Input) continue;
+      OpCategory cat = nd.info().category;
+      if (cat == OpCategory::Source || cat == OpCategory::Broadcast) {
+        is_inline_[v] = true;
+        for (ValueId u : nd.inputs) chain_leaves[v] += is_inline_[u] ? chain_leaves[u] : read_bytes(g_, u, b_);
+        continue;
+      }
+      if (cat != OpCategory::Elementwise) continue;
+      int w = op_compute_weight(nd.op);
+      int64_t leaves = 0;
+      for (ValueId u : nd.inputs) {
+        if (is_inline_[u] || absorbable(u)) {
+          w += chain_weight[u];
+          leaves += chain_leaves[u];
+        } else {
+          leaves += read_bytes(g_, u, b_);
+        }
+      }
+      chain_weight[v] = w;
+      chain_leaves[v] = leaves;
+      // Recompute a value with several readers when it is cheap and reading its chain's inputs costs about what
+      // reading the value itself would (at most 1/8 more: small broadcast operands such as a row's mean).
+      int64_t own = value_bytes(g_, v, b_);
+      if (live_users(v) > 1 && w <= o_.recompute_max_weight && leaves <= own + own / 8) {
+        std::vector<ValueId> stack = {v};
+        while (!stack.empty()) {
+          ValueId x = stack.back();
+          stack.pop_back();
+          is_inline_[x] = true;
+          for (ValueId u : g_.node(x).inputs)
+            if (!is_inline_[u] && absorbable(u)) stack.push_back(u);
+        }
+      }
+    }
+    // Pass 2: groups. Extern and layout ops are steps of their own; every value not inline starts a kernel group; an
+    // inline value needed by a graph output or an extern / host step also gets one (its home) that writes it.
     for (size_t i = 0; i < n; ++i) {
       ValueId v = static_cast<ValueId>(i);
       const Node& nd = g_.node(v);
@@ -138,24 +189,12 @@ class Partitioner {
                              vname(v), "", 0});
         continue;
       }
-      bool inl = cat == OpCategory::Source || cat == OpCategory::Broadcast;
-      if (!inl && cat == OpCategory::Elementwise) {
-        int live_users = 0, materialized_inputs = 0, w = op_compute_weight(nd.op);
-        for (ValueId u : users_[v]) live_users += live_[u] ? 1 : 0;
-        for (ValueId u : nd.inputs) {
-          if (is_inline_[u]) w += chain_weight[u];
-          else if (!g_.node(u).shape.empty()) ++materialized_inputs;
-        }
-        chain_weight[v] = w;
-        inl = live_users > 1 && w <= o_.recompute_max_weight && materialized_inputs <= 1;
-      }
-      is_inline_[v] = inl;
       bool needs_home = graph_outs.count(v) > 0;
       for (ValueId u : users_[v]) {
         OpCategory uc = g_.node(u).info().category;
         needs_home |= live_[u] && (uc == OpCategory::Extern || uc == OpCategory::Layout);
       }
-      if (!inl || needs_home) new_group(GroupKind::Kernel, {v});
+      if (!is_inline_[v] || needs_home) new_group(GroupKind::Kernel, {v});
     }
   }
 
@@ -268,7 +307,7 @@ class Partitioner {
 
   std::vector<Cand> candidates() const {
     // Pairs joined by an edge or by a common input value.
-    std::set<std::pair<int, int>> pairs;
+    std::set<std::pair<int, int>> pairs, edges;
     std::map<ValueId, std::set<int>> readers;
     for (size_t gid = 0; gid < groups_.size(); ++gid) {
       if (!alive_[gid] || groups_[gid].kind != GroupKind::Kernel) continue;
@@ -283,7 +322,10 @@ class Partitioner {
         for (int p : containing_[v])
           if (alive_[p] && groups_[p].kind == GroupKind::Kernel)
             for (int c : r)
-              if (c != p) pairs.insert({std::min(p, c), std::max(p, c)});
+              if (c != p) {
+                pairs.insert({std::min(p, c), std::max(p, c)});
+                edges.insert({std::min(p, c), std::max(p, c)});
+              }
     }
     std::vector<Cand> out;
     for (auto [a, b] : pairs) {
@@ -292,9 +334,12 @@ class Partitioner {
       int64_t benefit = traffic(io(a)) + traffic(io(b)) - traffic(io(members, primary, {a, b}));
       if (benefit <= 0) continue;
       int64_t dist = std::abs(static_cast<int64_t>(groups_[a].primary.front()) - groups_[b].primary.front());
-      out.push_back({a, b, benefit, dist});
+      out.push_back({a, b, edges.count({a, b}) > 0, benefit, dist});
     }
+    // Vertical merges first (they remove a write and a read), then horizontal ones (they share reads); within a
+    // class by bytes saved. Priority classes before bytes, as the original Autofuse's fusion solver ranks pairs.
     std::sort(out.begin(), out.end(), [](const Cand& x, const Cand& y) {
+      if (x.vertical != y.vertical) return x.vertical;
       if (x.benefit != y.benefit) return x.benefit > y.benefit;
       if (x.distance != y.distance) return x.distance < y.distance;
       return std::pair{x.a, x.b} < std::pair{y.a, y.b};

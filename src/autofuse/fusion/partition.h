@@ -2,14 +2,15 @@
 //
 // Algorithm. (1) Drop dead nodes. (2) Classify: extern nodes and layout ops become single-node Extern / Host groups;
 // sources and broadcast_to are *inline* (folded into every group that reads them: a constant in a register, a
-// broadcast as a stride-0 load); a cheap elementwise value with several consumers and at most one materialized input
-// is inline too (bounded recompute, FusionOptions::recompute_max_weight); every other op starts as a one-node kernel
+// broadcast as a stride-0 load); a cheap elementwise value with several consumers is inline too when its chain of
+// cheap single-use ops costs at most FusionOptions::recompute_max_weight per element and reads at most 1/8 more bytes
+// than the value itself (bounded recompute; the chain is recomputed with it); every other op starts as a one-node kernel
 // group. An inline value that is a graph output or read by an extern / host step also gets a one-node group that
 // writes it. (3) Candidates are pairs of kernel groups joined by an edge (vertical) or reading a common value
 // (horizontal); each is scored by the bytes of memory traffic the merge saves: traffic(A) + traffic(B) -
 // traffic(A u B), where traffic = bytes of values read from outside + bytes of values needed outside, at the
-// representative binding. (4) Repeatedly take the best-scoring legal candidate (ties: closer in topological order,
-// then lower ids) and merge it, until none is left. Legal: the caps, no cycle in the group graph, the iteration-space
+// representative binding. (4) Repeatedly take the best legal candidate and merge it, until none is left: vertical
+// pairs before horizontal ones, then by bytes saved (ties: closer in topological order, then lower ids). Legal: the caps, no cycle in the group graph, the iteration-space
 // rules (space.h) and the code generator's verdict. A refused pair is remembered with its reason; refusals whose two
 // sides end up in one group anyway are dropped from the report at the end.
 // The greedy order follows what fusion schedulers (XLA, Inductor, the original Autofuse) do: fuse the most

@@ -49,6 +49,18 @@ Value iota(const NodeContext& c) {
 /// Apply fn(offsets, k) for every output element k, offsets into each input broadcast to the output.
 template <class F>
 void broadcast_loop(const NodeContext& c, const std::vector<const Value*>& in, F&& fn) {
+  bool same = true;
+  for (const Value* v : in) same = same && v->sizes == c.out_sizes;
+  if (same) {  // no broadcasting: every operand is indexed like the output
+    int64_t n = 1;
+    for (int64_t s : c.out_sizes) n *= s;
+    int64_t offs[3];
+    for (int64_t k = 0; k < n; ++k) {
+      offs[0] = offs[1] = offs[2] = k;
+      fn(k, static_cast<const int64_t*>(offs));
+    }
+    return;
+  }
   std::vector<std::vector<int64_t>> strides;
   for (const Value* v : in) strides.push_back(broadcast_strides(v->sizes, c.out_sizes));
   for_each_index(c.out_sizes, strides, fn);

@@ -41,10 +41,22 @@ void for_each_index(const std::vector<int64_t>& sizes, const std::vector<std::ve
   for (int64_t s : sizes) n *= s;
   if (n == 0) return;
   const size_t rank = sizes.size(), k = strides.size();
-  std::vector<int64_t> idx(rank, 0), off(k, 0);
-  for (int64_t lin = 0; lin < n; ++lin) {
-    fn(lin, static_cast<const int64_t*>(off.data()));
-    for (size_t d = rank; d-- > 0;) {
+  std::vector<int64_t> off(k, 0), cur(k, 0);
+  if (rank == 0) {
+    fn(int64_t{0}, static_cast<const int64_t*>(cur.data()));
+    return;
+  }
+  // The innermost axis runs in a tight loop; an odometer over the outer axes moves the base offsets.
+  const int64_t inner = sizes[rank - 1];
+  std::vector<int64_t> inner_stride(k), idx(rank - 1, 0);
+  for (size_t j = 0; j < k; ++j) inner_stride[j] = strides[j][rank - 1];
+  for (int64_t lin = 0; lin < n; lin += inner) {
+    for (size_t j = 0; j < k; ++j) cur[j] = off[j];
+    for (int64_t i = 0; i < inner; ++i) {
+      fn(lin + i, static_cast<const int64_t*>(cur.data()));
+      for (size_t j = 0; j < k; ++j) cur[j] += inner_stride[j];
+    }
+    for (size_t d = rank - 1; d-- > 0;) {
       ++idx[d];
       for (size_t j = 0; j < k; ++j) off[j] += strides[j][d];
       if (idx[d] < sizes[d]) break;
@@ -67,7 +79,7 @@ struct NodeContext {
   [[noreturn]] void fail(const std::string& what) const;
 };
 
-/// Evaluate a source, elementwise (incl. where, clamp, cast) or broadcast_to node.
+/// Evaluate a source (constant, full, iota) or elementwise node (incl. where, clamp, cast).
 Value eval_elementwise(const NodeContext& c, const std::vector<const Value*>& in);
 /// Evaluate a layout node: reshape, permute, slice, concat, broadcast_to.
 Value eval_layout(const NodeContext& c, const std::vector<const Value*>& in);

@@ -75,48 +75,70 @@ void store(char* p, T v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+/// Call fn(k, offset) for every element of a strided tensor: k its row-major index, offset its position in elements.
+/// Contiguous tensors take a plain loop.
+template <class F>
+void for_each_offset(const HostTensor& t, F&& fn) {
+  if (t.is_contiguous()) {
+    const int64_t n = t.numel();
+    for (int64_t k = 0; k < n; ++k) fn(k, k);
+    return;
+  }
+  interp::for_each_index(t.sizes, {t.strides}, [&](int64_t k, const int64_t* o) { fn(k, o[0]); });
+}
+
+/// dst[k] = conv(element k of t), t's storage type T.
+template <class T, class W, class Conv>
+void read_as(const HostTensor& t, std::vector<W>& dst, Conv conv) {
+  const char* base = static_cast<const char*>(t.data);
+  for_each_offset(t, [&](int64_t k, int64_t off) { dst[k] = conv(load<T>(base + off * int64_t{sizeof(T)})); });
+}
+
+/// Element k of t = conv(src[k]), t's storage type T.
+template <class T, class W, class Conv>
+void write_as(const std::vector<W>& src, const HostTensor& t, Conv conv) {
+  char* base = static_cast<char*>(t.data);
+  for_each_offset(t, [&](int64_t k, int64_t off) { store<T>(base + off * int64_t{sizeof(T)}, conv(src[k])); });
+}
+
 /// Read a strided host tensor into a contiguous Value.
 Value read_tensor(const HostTensor& t) {
   Value v = Value::zeros(t.dtype, t.sizes);
-  const int64_t es = dtype_size(t.dtype);
-  const char* base = static_cast<const char*>(t.data);
-  interp::for_each_index(t.sizes, {t.strides}, [&](int64_t k, const int64_t* o) {
-    const char* p = base + o[0] * es;
-    switch (t.dtype) {
-      case DType::Bool: v.i[k] = load<uint8_t>(p) != 0; break;
-      case DType::UInt8: v.i[k] = load<uint8_t>(p); break;
-      case DType::Int8: v.i[k] = load<int8_t>(p); break;
-      case DType::Int16: v.i[k] = load<int16_t>(p); break;
-      case DType::Int32: v.i[k] = load<int32_t>(p); break;
-      case DType::Int64: v.i[k] = load<int64_t>(p); break;
-      case DType::Float16: v.f[k] = half_bits_to_float(load<uint16_t>(p)); break;
-      case DType::BFloat16: v.f[k] = bf16_bits_to_float(load<uint16_t>(p)); break;
-      case DType::Float32: v.f[k] = load<float>(p); break;
-      case DType::Float64: v.f[k] = load<double>(p); break;
-    }
-  });
+  auto same = [](auto x) { return x; };
+  switch (t.dtype) {
+    case DType::Bool: read_as<uint8_t>(t, v.i, [](uint8_t x) { return int64_t{x != 0}; }); break;
+    case DType::UInt8: read_as<uint8_t>(t, v.i, same); break;
+    case DType::Int8: read_as<int8_t>(t, v.i, same); break;
+    case DType::Int16: read_as<int16_t>(t, v.i, same); break;
+    case DType::Int32: read_as<int32_t>(t, v.i, same); break;
+    case DType::Int64: read_as<int64_t>(t, v.i, same); break;
+    case DType::Float16: read_as<uint16_t>(t, v.f, half_bits_to_float); break;
+    case DType::BFloat16: read_as<uint16_t>(t, v.f, bf16_bits_to_float); break;
+    case DType::Float32: read_as<float>(t, v.f, same); break;
+    case DType::Float64: read_as<double>(t, v.f, same); break;
+  }
   return v;
 }
 
 /// Write a Value (already rounded to its dtype) into a strided host tensor of the same dtype and sizes.
 void write_tensor(const Value& v, const HostTensor& t) {
-  const int64_t es = dtype_size(t.dtype);
-  char* base = static_cast<char*>(t.data);
-  interp::for_each_index(t.sizes, {t.strides}, [&](int64_t k, const int64_t* o) {
-    char* p = base + o[0] * es;
-    switch (t.dtype) {
-      case DType::Bool: store<uint8_t>(p, v.i[k] != 0); break;
-      case DType::UInt8: store<uint8_t>(p, static_cast<uint8_t>(v.i[k])); break;
-      case DType::Int8: store<int8_t>(p, static_cast<int8_t>(v.i[k])); break;
-      case DType::Int16: store<int16_t>(p, static_cast<int16_t>(v.i[k])); break;
-      case DType::Int32: store<int32_t>(p, static_cast<int32_t>(v.i[k])); break;
-      case DType::Int64: store<int64_t>(p, v.i[k]); break;
-      case DType::Float16: store<uint16_t>(p, float_to_half_bits(static_cast<float>(v.f[k]))); break;
-      case DType::BFloat16: store<uint16_t>(p, float_to_bf16_bits(static_cast<float>(v.f[k]))); break;
-      case DType::Float32: store<float>(p, static_cast<float>(v.f[k])); break;
-      case DType::Float64: store<double>(p, v.f[k]); break;
-    }
-  });
+  auto narrow = [](auto x) { return x; };
+  switch (t.dtype) {
+    case DType::Bool: write_as<uint8_t>(v.i, t, [](int64_t x) { return static_cast<uint8_t>(x != 0); }); break;
+    case DType::UInt8: write_as<uint8_t>(v.i, t, [](int64_t x) { return static_cast<uint8_t>(x); }); break;
+    case DType::Int8: write_as<int8_t>(v.i, t, [](int64_t x) { return static_cast<int8_t>(x); }); break;
+    case DType::Int16: write_as<int16_t>(v.i, t, [](int64_t x) { return static_cast<int16_t>(x); }); break;
+    case DType::Int32: write_as<int32_t>(v.i, t, [](int64_t x) { return static_cast<int32_t>(x); }); break;
+    case DType::Int64: write_as<int64_t>(v.i, t, narrow); break;
+    case DType::Float16:
+      write_as<uint16_t>(v.f, t, [](double x) { return float_to_half_bits(static_cast<float>(x)); });
+      break;
+    case DType::BFloat16:
+      write_as<uint16_t>(v.f, t, [](double x) { return float_to_bf16_bits(static_cast<float>(x)); });
+      break;
+    case DType::Float32: write_as<float>(v.f, t, [](double x) { return static_cast<float>(x); }); break;
+    case DType::Float64: write_as<double>(v.f, t, narrow); break;
+  }
 }
 
 /// Solve size == expr for its single unbound symbol when expr is k*s + c with k != 0 (checked by evaluating at

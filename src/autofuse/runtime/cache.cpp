@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -125,8 +126,8 @@ std::string entry_dir_in(const std::string& dir, const std::string& key) {
 }
 
 std::string meta_text(const std::string& binary, const std::string& source_name) {
-  return "size " + std::to_string(binary.size()) + "\nchecksum " + std::to_string(checksum64(binary)) +
-         "\nsource " + source_name + "\n";
+  return "size " + std::to_string(binary.size()) + "\nchecksum " + std::to_string(checksum64(binary)) + "\nsource " +
+         source_name + "\n";
 }
 
 /// True if entry/kernel.so matches the size and checksum recorded in entry/meta.
@@ -142,8 +143,7 @@ bool verify_entry(const std::string& entry) {
 /// On failure the source is moved to v1/failed/ and CompileError names it.
 std::string build_in_temp(const std::string& source, const std::string& hint, const std::string& key,
                           const std::string& include_dir) {
-  std::string tmp = cache_subdir(std::string(kLayout) + "/tmp") + "/build-" + key.substr(0, 16) + "-" +
-                    unique_suffix();
+  std::string tmp = cache_subdir(std::string(kLayout) + "/tmp") + "/build-" + key.substr(0, 16) + "-" + unique_suffix();
   make_private_dirs(tmp);
   std::string src = tmp + "/" + hint + ".cpp";
   write_file(src, source);
@@ -153,8 +153,10 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
     run_compiler(src, tmp + "/kernel.so", includes);
   } catch (const CompileError& e) {
     std::string kept = cache_subdir(std::string(kLayout) + "/failed") + "/" + hint + "-" + key.substr(0, 16) + ".cpp";
-    if (::rename(src.c_str(), kept.c_str()) != 0) kept = src;
-    else remove_tree(tmp);
+    if (::rename(src.c_str(), kept.c_str()) != 0)
+      kept = src;
+    else
+      remove_tree(tmp);
     throw CompileError("kernel '" + hint + "' failed to compile", e.compiler_output(), kept, e.command());
   }
   return tmp;
@@ -194,9 +196,11 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
     ++g_compiles;
     make_private_dirs(entry.substr(0, entry.rfind('/')));
     if (::rename(tmp.c_str(), entry.c_str()) != 0) {
-      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
+      int err = errno;
       remove_tree(tmp);
-      continue;
+      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
+      if (err == ENOTEMPTY || err == EEXIST) continue;
+      throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err));
     }
     *hit = false;
     return Module::load(entry + "/kernel.so");
@@ -205,8 +209,8 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
 }
 
 /// AUTOFUSE_FORCE_DISABLE_CACHES: compile into a temporary directory, load, and delete the files.
-std::shared_ptr<Module> compile_uncached(const std::string& source, const std::string& hint,
-                                         const std::string& key, const std::string& include_dir) {
+std::shared_ptr<Module> compile_uncached(const std::string& source, const std::string& hint, const std::string& key,
+                                         const std::string& include_dir) {
   std::string tmp = build_in_temp(source, hint, key, include_dir);
   ++g_compiles;
   // A unique file name: dlopen would return an already loaded object of the same path.
@@ -223,6 +227,20 @@ std::shared_ptr<Module> compile_uncached(const std::string& source, const std::s
   return m;
 }
 
+/// Removes what crashed or killed processes left in v1/tmp (build and include directories, corrupt entries moved
+/// aside) once they are an hour old; run once per process, on its first compile. Live builds are seconds old.
+void sweep_stale_temporaries(const std::string& dir) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::error_code ec;
+    auto now = std::filesystem::file_time_type::clock::now();
+    for (auto& e : std::filesystem::directory_iterator(dir + "/" + kLayout + "/tmp", ec)) {
+      auto mtime = std::filesystem::last_write_time(e.path(), ec);
+      if (!ec && now - mtime > std::chrono::hours(1)) remove_tree(e.path().string());
+    }
+  });
+}
+
 std::mutex g_mu;
 std::map<std::string, std::shared_future<std::shared_ptr<Module>>> g_loaded;  // cache_dir + "/" + key
 
@@ -237,6 +255,7 @@ CompileResult compile_module(const std::string& source, const std::string& name_
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   std::string hint = sanitize_hint(name_hint);
   std::string dir = cache_dir();
+  sweep_stale_temporaries(dir);
   HeaderSet headers = load_headers();
   std::string include_dir = install_headers(headers);
   std::string key = compute_key(source, headers);
@@ -290,8 +309,10 @@ void clear_memory_cache() {
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto it = g_loaded.begin(); it != g_loaded.end();) {
     // Entries still being compiled stay, so their waiters are not orphaned.
-    if (it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready) it = g_loaded.erase(it);
-    else ++it;
+    if (it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+      it = g_loaded.erase(it);
+    else
+      ++it;
   }
 }
 

@@ -77,7 +77,8 @@ std::vector<std::string> isa_flags(const std::string& isa) {
 
 std::vector<std::string> kernel_compile_flag_list() {
   // -fno-math-errno lets sqrt and friends inline; no -ffast-math, which would break NaN and signed-zero semantics.
-  std::vector<std::string> flags = {"-std=c++20", "-O3", "-shared", "-fPIC", "-fno-math-errno", "-fno-plt"};
+  // -pipe: the compiler passes assembly to the assembler through a pipe rather than a temporary file.
+  std::vector<std::string> flags = {"-std=c++20", "-O3", "-pipe", "-shared", "-fPIC", "-fno-math-errno", "-fno-plt"};
   for (auto& f : isa_flags(host_isa())) flags.push_back(f);
   for (auto& f : split_spaces(std::getenv("AUTOFUSE_EXTRA_CXXFLAGS"))) flags.push_back(f);
   return flags;

@@ -1,0 +1,48 @@
+// C++ source emission for one kernel on x86-64 CPUs: explicit SIMD through GCC vector extensions, AF_W lanes per
+// value, the helpers of af_kernel.inc (embedded in every source, so kernels compile with no include path).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autofuse/ir/graph.h"
+#include "autofuse/schedule/loop_nest.h"
+
+namespace autofuse {
+
+/// What one compiled variant of a kernel is specialised on (never the sizes).
+struct EmitOptions {
+  int lanes = 16;                  ///< AF_W: 16 (avx512), 8 (avx2), 1 (scalar)
+  /// Per operand (LoopNest::operands order): true when its stride along the vectorized axis is 1 (or it does not
+  /// vary along it), so whole vectors load/store contiguously; false means strided lane-by-lane access.
+  std::vector<bool> unit_inner;
+  std::string func_name = "af_kernel";
+};
+
+/// The kernel entry point every generated source exports (extern "C"):
+///   void NAME(const int64_t* sizes,    // r domain sizes (after launch-time axis merging)
+///             const int64_t* strides,  // operand k, axis a at [k * r + a], in elements
+///             void* const* data,       // operand base pointers (inputs, then outputs)
+///             int64_t row_begin, int64_t row_end,  // the rows (see kernel_rows) this call computes
+///             int64_t vblock,          // elements of the vectorized axis per row, when it is kept (multiple of AF_W)
+///             int64_t blk);            // cascade-summation block: inner iterations summed before folding
+using KernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t);
+
+/// The full source of one kernel variant (helper text included).
+std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOptions& o);
+
+/// The text of the helper header embedded at the top of every kernel source.
+const std::string& af_kernel_header_text();
+
+// ---- per-op pieces (emit_ops.cpp) ----
+/// C++ type values of dtype t are computed in (uint8_t for bool, float for f16/bf16/f32, ...).
+std::string compute_ctype(DType t);
+/// C++ type of t in memory (_Float16 for f16, af_bf16 for bf16, uint8_t for bool).
+std::string storage_ctype(DType t);
+/// A C++ expression of type vec<compute_ctype(t)> holding the scalar rounded to t, splatted.
+std::string splat_literal(const Scalar& s, DType t);
+/// The expression computing node `n` from the variables named by `arg` (one per input); nullopt-like empty string
+/// for ops the caller handles itself (input, reduce, iota). Rounds f16/bf16 results to their dtype.
+std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& arg);
+
+}  // namespace autofuse

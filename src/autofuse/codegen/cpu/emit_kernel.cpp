@@ -1,0 +1,471 @@
+// The CPU emitter's loop structure: rows over the kept axes, one pass over the reduction axes per reduction stage,
+// vector lanes along the innermost domain axis (across rows when it is kept, along the row when it is reduced).
+// GCC 12 reports a false -Wrestrict inside std::string concatenation at -O3 (GCC PR 105651).
+#pragma GCC diagnostic ignored "-Wrestrict"
+#include <algorithm>
+#include <sstream>
+
+#include "autofuse/codegen/cpu/emit.h"
+
+namespace autofuse {
+namespace {
+
+bool is_cascade(OpKind k, DType in) {
+  return (k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Var) && is_float(in);
+}
+
+class Emitter {
+ public:
+  Emitter(const Graph& g, const LoopNest& nest, const EmitOptions& o)
+      : g_(g), nest_(nest), o_(o), r_(nest.rank), v_(nest.rank - 1), inner_(nest.inner_reduction) {
+    operand_of_input_.assign(g.size(), -1);
+    outputs_of_.assign(g.size(), {});
+    for (int k = 0; k < static_cast<int>(nest.operands.size()); ++k) {
+      if (k < nest.num_inputs) operand_of_input_[nest.operands[k]] = k;
+      else outputs_of_[nest.operands[k]].push_back(k);
+    }
+    cur_.assign(nest.operands.size(), "0");
+    in_scope_.assign(static_cast<size_t>(r_), false);
+    num_passes_ = nest.num_stages;
+    for (ValueId out : g.outputs())
+      if (!val(out).kept) num_passes_ = std::max(num_passes_, val(out).stage + 1);
+    if (nest.reduce_axes().empty()) num_passes_ = std::max(num_passes_, 1);
+  }
+
+  std::string run() {
+    out_ << "#define AF_W " << o_.lanes << "\n" << af_kernel_header_text() << "\n";
+    out_ << "// Kernel " << g_.name() << ": domain rank " << r_ << ", reduce axes {";
+    for (int a : nest_.reduce_axes()) out_ << " " << a;
+    out_ << " }, " << (inner_ ? "inner" : "outer/no") << " reduction, " << nest_.num_stages << " stage(s), "
+         << num_passes_ << " pass(es) per row\n";
+    out_ << "extern \"C\" void " << o_.func_name
+         << "(const int64_t* __restrict sz, const int64_t* __restrict st, void* const* data, int64_t row_begin, "
+            "int64_t row_end, int64_t vblock, int64_t blk) {\n";
+    ind_ = 1;
+    for (int a = 0; a < r_; ++a) line("const int64_t n" + s(a) + " = sz[" + s(a) + "];");
+    for (size_t k = 0; k < nest_.operands.size(); ++k) {
+      const Node& nd = g_.node(nest_.operands[k]);
+      const bool is_in = static_cast<int>(k) < nest_.num_inputs;
+      line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
+           (is_in ? "const " : "") + storage_ctype(nd.dtype) + "*)data[" + s(k) + "];");
+      for (int a = 0; a < r_; ++a)
+        if (op_varies(k, a)) line("const int64_t s" + s(k) + "_" + s(a) + " = st[" + s(k * r_ + a) + "];");
+    }
+    std::string rn = "1";
+    for (int a : nest_.reduce_axes()) rn += " * n" + s(a);
+    line("const int64_t rn = " + rn + ";  // elements reduced per output");
+    line("(void)rn; (void)vblock; (void)blk;");
+    if (!inner_) emit_rows_vec_kept();
+    else emit_rows_vec_reduced();
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  template <class I> static std::string s(I x) { return std::to_string(x); }
+  const ValuePlacement& val(ValueId id) const { return nest_.values[static_cast<size_t>(id)]; }
+  bool op_varies(size_t k, int a) const { return val(nest_.operands[k]).varies[static_cast<size_t>(a)]; }
+  void line(const std::string& l) { out_ << std::string(static_cast<size_t>(ind_) * 2, ' ') << l << "\n"; }
+  void open(const std::string& l) { line(l + " {"); ++ind_; }
+  void close() { --ind_; line("}"); }
+
+  /// Declare, for every operand, the offset after adding index i<a> along axis a (if the operand varies there).
+  void advance_offsets(int a, const std::string& prefix) {
+    for (size_t k = 0; k < cur_.size(); ++k) {
+      if (!op_varies(k, a)) continue;
+      std::string name = prefix + s(k) + "_" + s(a);
+      line("const int64_t " + name + " = " + cur_[k] + " + i" + s(a) + " * s" + s(k) + "_" + s(a) + ";");
+      cur_[k] = name;
+    }
+    in_scope_[static_cast<size_t>(a)] = true;
+  }
+
+  /// Decompose the row index over `axes` (innermost last) and set the row offsets.
+  void decompose_row(const std::vector<int>& axes) {
+    for (size_t j = axes.size(); j-- > 0;) {
+      int a = axes[j];
+      line("const int64_t i" + s(a) + " = rest % n" + s(a) + "; rest /= n" + s(a) + ";");
+    }
+    for (int a : axes) advance_offsets(a, "ob");
+  }
+
+  // Case (a): the vectorized axis is kept (elementwise kernels, outer reductions). A row is a kept outer index and a
+  // block of vblock elements of the vector axis; lanes run across the vector axis.
+  void emit_rows_vec_kept() {
+    std::vector<int> ko;
+    for (int a : nest_.kept_axes())
+      if (a != v_) ko.push_back(a);
+    line("const int64_t nvb = (n" + s(v_) + " + vblock - 1) / vblock;");
+    open("for (int64_t row = row_begin; row < row_end; ++row)");
+    line("int64_t rest = row;");
+    line("const int64_t vb = rest % nvb; rest /= nvb;");
+    decompose_row(ko);
+    line("(void)rest;");
+    line("const int64_t vbeg = vb * vblock, vend = af_imin<int64_t>(n" + s(v_) + ", vbeg + vblock);");
+    const std::string iv = "i" + s(v_);
+    line("int64_t " + iv + " = vbeg;");
+    auto saved = cur_;
+    for (int tail = 0; tail < 2; ++tail) {
+      if (!tail) open("for (; " + iv + " + AF_W <= vend; " + iv + " += AF_W)");
+      else open("if (" + iv + " < vend)");
+      line(std::string("const int64_t n = ") + (tail ? "vend - " + iv : "AF_W") + ";");
+      cur_ = saved;
+      for (size_t k = 0; k < cur_.size(); ++k) {
+        if (!op_varies(k, v_)) continue;
+        std::string name = "oc" + s(k);
+        line("const int64_t " + name + " = " + cur_[k] + " + " + iv + " * s" + s(k) + "_" + s(v_) + ";");
+        cur_[k] = name;
+      }
+      in_scope_[static_cast<size_t>(v_)] = true;
+      emit_passes();
+      close();
+    }
+    close();
+  }
+
+  // Case (b): the vectorized axis is reduced (softmax, layer norm, sum(-1)). A row is one kept index; lanes run
+  // along the row, combined horizontally at the end of each pass.
+  void emit_rows_vec_reduced() {
+    open("for (int64_t row = row_begin; row < row_end; ++row)");
+    line("int64_t rest = row;");
+    decompose_row(nest_.kept_axes());
+    line("(void)rest;");
+    emit_passes();
+    close();
+  }
+
+  void emit_passes() {
+    emit_kept(0);
+    for (int p = 1; p <= num_passes_; ++p) {
+      line("// pass " + s(static_cast<int64_t>(p)));
+      emit_pass(p);
+    }
+  }
+
+  /// Reductions accumulating in pass p, with a flag: true for a var's first (mean) pass.
+  std::vector<std::pair<ValueId, bool>> accumulating(int p) const {
+    std::vector<std::pair<ValueId, bool>> out;
+    for (size_t i = 0; i < g_.size(); ++i) {
+      const Node& nd = g_.node(static_cast<ValueId>(i));
+      if (nd.info().category != OpCategory::Reduce) continue;
+      int st = val(static_cast<ValueId>(i)).stage;
+      if (st == p) out.push_back({static_cast<ValueId>(i), false});
+      if (nd.op == OpKind::Var && st - 1 == p) out.push_back({static_cast<ValueId>(i), true});
+    }
+    return out;
+  }
+
+  std::string acc_type(const Node& nd) const {
+    DType in = g_.node(nd.inputs[0]).dtype;
+    switch (nd.op) {
+      case OpKind::Sum:
+      case OpKind::Prod: return is_float(in) ? compute_ctype(in) : "int64_t";
+      case OpKind::Any:
+      case OpKind::All: return "uint8_t";
+      default: return compute_ctype(in);
+    }
+  }
+
+  /// Type of the main (row-level) accumulator: float sums fold their f32 block partials into f64, so a long row's
+  /// error stays at the block level (blk * AF_W elements) instead of growing with the row.
+  std::string main_type(const Node& nd) const {
+    const std::string at = acc_type(nd);
+    return is_cascade(nd.op, g_.node(nd.inputs[0]).dtype) && at == "float" ? "double" : at;
+  }
+
+  std::string acc_init(const Node& nd) const {
+    const std::string at = acc_type(nd);
+    const bool bl = g_.node(nd.inputs[0]).dtype == DType::Bool;
+    switch (nd.op) {
+      case OpKind::Prod:
+      case OpKind::All: return "af_splat<" + at + ">(1)";
+      case OpKind::Amax:
+      case OpKind::Argmax: return "af_splat<" + at + ">(af_tmin<" + at + ">())";
+      case OpKind::Amin:
+      case OpKind::Argmin: return bl ? "af_splat<uint8_t>(1)" : "af_splat<" + at + ">(af_tmax<" + at + ">())";
+      default: return "vec<" + at + ">{}";
+    }
+  }
+
+  void emit_pass(int p) {
+    auto accs = accumulating(p);
+    bool cascade = false;
+    for (auto& [id, mean_pass] : accs) {
+      const Node& nd = g_.node(id);
+      const std::string mt = main_type(nd);
+      const std::string nm = (mean_pass ? "am" : "a") + s(static_cast<int64_t>(id));
+      line("vec<" + mt + "> " + nm + " = " + (mt == acc_type(nd) ? acc_init(nd) : "vec<" + mt + ">{}") + ";");
+      if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
+      cascade = cascade || is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
+    }
+    // Full values needed in this pass.
+    std::vector<bool> need(g_.size(), false);
+    for (auto& [id, mp] : accs) {
+      ValueId in = g_.node(id).inputs[0];
+      if (!val(in).kept) need[static_cast<size_t>(in)] = true;
+    }
+    for (ValueId outv : g_.outputs())
+      if (!val(outv).kept && val(outv).stage + 1 == p) need[static_cast<size_t>(outv)] = true;
+    for (size_t i = g_.size(); i-- > 0;)
+      if (need[i])
+        for (ValueId in : g_.node(static_cast<ValueId>(i)).inputs)
+          if (!val(in).kept) need[static_cast<size_t>(in)] = true;
+
+    auto saved = cur_;
+    auto saved_scope = in_scope_;
+    std::vector<int> ra = nest_.reduce_axes();
+    open("");
+    int open_loops = 0;
+    std::string rl = "0";
+    const size_t n_scalar = ra.empty() ? 0 : (inner_ ? ra.size() - 1 : ra.size());
+    const size_t n_open = (!inner_ && cascade && n_scalar > 0) ? n_scalar - 1 : n_scalar;
+    for (size_t j = 0; j < n_open; ++j) {
+      int a = ra[j];
+      open("for (int64_t i" + s(a) + " = 0; i" + s(a) + " < n" + s(a) + "; ++i" + s(a) + ")");
+      ++open_loops;
+      line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + i" + s(a) + "; (void)rl" + s(a) + ";");
+      rl = "rl" + s(a);
+      advance_offsets(a, "o");
+    }
+    // The innermost reduction loop, blocked for cascade summation when the pass has float sums.
+    const bool has_inner = ra.size() > 0 && (inner_ || cascade);
+    if (has_inner) {
+      int a = inner_ ? v_ : ra[n_scalar - 1];
+      const std::string ia = "i" + s(a), na = "n" + s(a);
+      const std::string step = inner_ ? "AF_W" : "1";
+      if (cascade) {
+        open("for (int64_t bb = 0; bb < " + na + "; bb += blk * " + step + ")");
+        line("const int64_t be = af_imin<int64_t>(" + na + ", bb + blk * " + step + ");");
+        for (auto& [id, mp] : accs)
+          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype))
+            line("vec<" + acc_type(g_.node(id)) + "> b" + (mp ? "am" : "a") + s(static_cast<int64_t>(id)) + " = {};");
+      } else {
+        line("const int64_t bb = 0, be = " + na + ";");
+      }
+      line("int64_t " + ia + " = bb;");
+      auto before = cur_;
+      for (int tail = 0; tail < (inner_ ? 2 : 1); ++tail) {
+        if (!tail) open("for (; " + ia + " + " + step + " <= be; " + ia + " += " + step + ")");
+        else open("if (" + ia + " < be)");
+        if (inner_) line(std::string("const int64_t n = ") + (tail ? "be - " + ia : "AF_W") + ";");
+        line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + " + ia + "; (void)rl" + s(a) + ";");
+        cur_ = before;
+        advance_offsets(a, "o");
+        std::string rlv = "rl" + s(a);
+        emit_pass_body(p, accs, need, cascade, tail == 1, rlv);
+        close();
+      }
+      if (cascade) {
+        for (auto& [id, mp] : accs)
+          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
+            std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+            const std::string mt = main_type(g_.node(id));
+            line(nm + " = " + nm + " + " + (mt == acc_type(g_.node(id)) ? "b" + nm : "__builtin_convertvector(b" + nm + ", vec<" + mt + ">)") + ";");
+          }
+        close();
+      }
+    } else {
+      emit_pass_body(p, accs, need, false, false, rl);
+    }
+    for (int l = 0; l < open_loops; ++l) close();
+    close();
+    cur_ = saved;
+    in_scope_ = saved_scope;
+    finalize(p, accs);
+    emit_kept(p);
+  }
+
+  void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
+                      bool cascade, bool tail, const std::string& rl) {
+    for (size_t i = 0; i < g_.size(); ++i)
+      if (need[i]) emit_value(static_cast<ValueId>(i));
+    for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl);
+    for (ValueId outv : g_.outputs())
+      if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
+  }
+
+  void emit_accumulate(ValueId id, bool mean_pass, bool cascade, bool tail, const std::string& rl) {
+    const Node& nd = g_.node(id);
+    const DType in_t = g_.node(nd.inputs[0]).dtype;
+    const std::string at = acc_type(nd), ct = compute_ctype(in_t);
+    const std::string x = "x" + s(static_cast<int64_t>(nd.inputs[0]));
+    const std::string sid = s(static_cast<int64_t>(id));
+    const std::string base = (mean_pass ? "am" : "a") + sid;
+    const std::string tgt = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
+    std::string xv = x;
+    if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct) xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
+    if (nd.op == OpKind::Any || nd.op == OpKind::All) xv = "af_nz<" + ct + ">(" + x + ")";
+    const std::string mask = "af_nlanes<" + at + ">(n)";
+    if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) {
+      const std::string idx = inner_ ? "(af_splat<int64_t>(" + rl + ") + af_iota<int64_t>())" : "af_splat<int64_t>(" + rl + ")";
+      open("");
+      line("mask_t<" + at + "> m = af_argbetter<" + at + ">(" + xv + ", " + tgt + ", " +
+           (nd.op == OpKind::Argmax ? "true" : "false") + ");");
+      if (tail) line("m &= " + mask + ";");
+      line(tgt + " = m ? " + xv + " : " + tgt + ";");
+      line("ai" + sid + " = __builtin_convertvector(m, vec<int64_t>) ? " + idx + " : ai" + sid + ";");
+      close();
+      return;
+    }
+    std::string nv;
+    switch (nd.op) {
+      case OpKind::Sum:
+      case OpKind::Mean: nv = "af_add<" + at + ">(" + tgt + ", " + xv + ")"; break;
+      case OpKind::Var:
+        nv = mean_pass ? tgt + " + " + xv : tgt + " + (" + xv + " - mu" + sid + ") * (" + xv + " - mu" + sid + ")";
+        break;
+      case OpKind::Prod: nv = "af_mul<" + at + ">(" + tgt + ", " + xv + ")"; break;
+      case OpKind::Amax: nv = "af_max<" + at + ">(" + tgt + ", " + xv + ")"; break;
+      case OpKind::Amin: nv = "af_min<" + at + ">(" + tgt + ", " + xv + ")"; break;
+      case OpKind::Any: nv = "(" + tgt + " | " + xv + ")"; break;
+      case OpKind::All: nv = "(" + tgt + " & " + xv + ")"; break;
+      default: nv = tgt; break;
+    }
+    if (tail) line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
+    else line(tgt + " = " + nv + ";");
+  }
+
+  /// After pass p: reduce results of stage p (and var means for pass p + 1), as kept values.
+  void finalize(int p, const std::vector<std::pair<ValueId, bool>>& accs) {
+    for (auto& [id, mp] : accs) {
+      const Node& nd = g_.node(id);
+      const std::string at = main_type(nd), sid = s(static_cast<int64_t>(id));
+      const std::string nm = (mp ? "am" : "a") + sid;
+      std::string h;
+      switch (nd.op) {
+        case OpKind::Sum:
+        case OpKind::Mean:
+        case OpKind::Var: h = "af_hsum<" + at + ">(" + nm + ")"; break;
+        case OpKind::Prod: h = "af_hprod<" + at + ">(" + nm + ")"; break;
+        case OpKind::Amax: h = "af_hmax<" + at + ">(" + nm + ")"; break;
+        case OpKind::Amin: h = "af_hmin<" + at + ">(" + nm + ")"; break;
+        case OpKind::Any: h = "af_hor<" + at + ">(" + nm + ")"; break;
+        case OpKind::All: h = "af_hand<" + at + ">(" + nm + ")"; break;
+        case OpKind::Argmax:
+        case OpKind::Argmin:
+          h = "af_harg<" + at + ">(" + nm + ", ai" + sid + ", " + (nd.op == OpKind::Argmax ? "true" : "false") + ")";
+          break;
+        default: break;
+      }
+      const bool is_arg = nd.op == OpKind::Argmax || nd.op == OpKind::Argmin;
+      const std::string rt = is_arg ? "int64_t" : at;
+      std::string e = inner_ ? "af_splat<" + rt + ">(" + h + ")" : (is_arg ? "ai" + sid : nm);
+      if (mp) {
+        const std::string ct = acc_type(nd);
+        std::string mu = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
+        if (ct != at) mu = "__builtin_convertvector(" + mu + ", vec<" + ct + ">)";
+        line("const vec<" + ct + "> mu" + sid + " = " + mu + ";");
+        continue;
+      }
+      if (nd.op == OpKind::Mean) e = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
+      if (nd.op == OpKind::Var) {
+        const std::string c = s(attr_int(nd.attrs, "correction"));
+        e = "(" + e + " / af_splat<" + at + ">((" + at + ")(rn - " + c + " > 0 ? rn - " + c + " : 0)))";
+      }
+      const std::string oct = compute_ctype(nd.dtype);
+      if (oct != rt) e = "__builtin_convertvector(" + e + ", vec<" + oct + ">)";
+      if (nd.dtype == DType::Float16) e = "af_rnd_f16(" + e + ")";
+      if (nd.dtype == DType::BFloat16) e = "af_rnd_bf16(" + e + ")";
+      red_value_[id] = e;
+    }
+    (void)p;
+  }
+
+  /// Kept values of stage p (computed once per row, or per lane group when the vector axis is kept) and the kept
+  /// outputs among them.
+  void emit_kept(int p) {
+    for (size_t i = 0; i < g_.size(); ++i) {
+      const ValuePlacement& vp = val(static_cast<ValueId>(i));
+      if (!vp.kept || vp.stage != p) continue;
+      emit_value(static_cast<ValueId>(i));
+    }
+    for (ValueId outv : g_.outputs())
+      if (val(outv).kept && val(outv).stage == p) emit_stores(outv);
+  }
+
+  void emit_value(ValueId id) {
+    const Node& nd = g_.node(id);
+    const std::string ct = compute_ctype(nd.dtype);
+    const std::string var = "x" + s(static_cast<int64_t>(id));
+    std::string e;
+    if (nd.op == OpKind::Input) {
+      int k = operand_of_input_[static_cast<size_t>(id)];
+      const std::string st = storage_ctype(nd.dtype);
+      const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
+      if (!val(id).varies[static_cast<size_t>(v_)]) e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
+      else if (o_.unit_inner[static_cast<size_t>(k)])
+        e = "(n == AF_W ? af_ld<" + ct + ", " + st + ">(" + ptr + ") : af_ldn<" + ct + ", " + st + ">(" + ptr + ", 1, n))";
+      else e = "af_ldn<" + ct + ", " + st + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n)";
+    } else if (nd.info().category == OpCategory::Reduce) {
+      e = red_value_.at(id);
+    } else if (nd.op == OpKind::Iota) {
+      const ValuePlacement& vp = val(id);
+      std::string idx = "vec<int64_t>{}";
+      if (!vp.axis_of_dim.empty() && vp.varies[static_cast<size_t>(vp.axis_of_dim[0])]) {
+        int a = vp.axis_of_dim[0];
+        idx = a == v_ ? "(af_splat<int64_t>(i" + s(a) + ") + af_iota<int64_t>())" : "af_splat<int64_t>(i" + s(a) + ")";
+      }
+      e = "(af_splat<int64_t>(" + s(attr_int(nd.attrs, "start")) + ") + af_splat<int64_t>(" +
+          s(attr_int(nd.attrs, "step")) + ") * " + idx + ")";
+      if (ct != "int64_t") e = "__builtin_convertvector(" + e + ", vec<" + ct + ">)";
+      if (nd.dtype == DType::Float16) e = "af_rnd_f16(" + e + ")";
+      if (nd.dtype == DType::BFloat16) e = "af_rnd_bf16(" + e + ")";
+    } else {
+      std::vector<std::string> args;
+      for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
+      e = op_expression(g_, nd, args);
+    }
+    line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
+  }
+
+  void emit_stores(ValueId id) {
+    const Node& nd = g_.node(id);
+    const ValuePlacement& vp = val(id);
+    const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype);
+    const std::string var = "x" + s(static_cast<int64_t>(id));
+    for (int k : outputs_of_[static_cast<size_t>(id)]) {
+      std::vector<std::string> guards;
+      for (int a = 0; a < r_; ++a) {
+        if (vp.varies[static_cast<size_t>(a)] || !in_scope_[static_cast<size_t>(a)]) continue;
+        if (nest_.domain[static_cast<size_t>(a)].as_const() == std::optional<int64_t>(1)) continue;
+        guards.push_back("i" + s(a) + " == 0");
+      }
+      const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
+      std::string stmt;
+      if (!vp.varies[static_cast<size_t>(v_)]) stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
+      else if (o_.unit_inner[static_cast<size_t>(k)])
+        stmt = "if (n == AF_W) af_st<" + st + ", " + ct + ">(" + ptr + ", " + var + "); else af_stn<" + st + ", " + ct +
+               ">(" + ptr + ", 1, n, " + var + ");";
+      else
+        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n, " + var + ");";
+      if (!guards.empty()) {
+        std::string c;
+        for (size_t j = 0; j < guards.size(); ++j) c += (j ? " && " : "") + guards[j];
+        stmt = "if (" + c + ") { " + stmt + " }";
+      }
+      line(stmt);
+    }
+  }
+
+  const Graph& g_;
+  const LoopNest& nest_;
+  const EmitOptions& o_;
+  const int r_, v_;
+  const bool inner_;
+  int num_passes_ = 1;
+  std::vector<int> operand_of_input_;
+  std::vector<std::vector<int>> outputs_of_;
+  std::vector<std::string> cur_;
+  std::vector<bool> in_scope_;
+  std::map<ValueId, std::string> red_value_;
+  std::ostringstream out_;
+  int ind_ = 0;
+};
+
+}  // namespace
+
+std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOptions& o) {
+  return Emitter(g, nest, o).run();
+}
+
+}  // namespace autofuse

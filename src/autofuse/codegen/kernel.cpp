@@ -1,0 +1,176 @@
+// Kernel: loop nest + per-stride-class compiled variants + the launcher (binding sizes, merging axes, scheduling).
+#include "autofuse/codegen/kernel.h"
+
+#include <sstream>
+
+#include "autofuse/codegen/cpu/emit.h"
+#include "autofuse/codegen/cpu/jit.h"
+#include "autofuse/schedule/schedule.h"
+
+namespace autofuse {
+
+struct Kernel::Variant {
+  JitKernel jit;
+  KernelFn fn = nullptr;
+  std::string source;
+};
+
+std::optional<std::string> kernel_unsupported_reason(const Graph& g) { return loop_nest_unsupported_reason(g); }
+
+namespace {
+
+std::string sanitize(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return o.empty() ? "g" : o;
+}
+
+}  // namespace
+
+Kernel::Kernel(const Graph& g, LoopNest nest) : graph_(g), nest_(std::move(nest)) {
+  name_ = g.name();
+  func_ = "af_" + sanitize(g.name());
+  lanes_ = jit_lanes();
+}
+
+std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
+  std::shared_ptr<Kernel> k(new Kernel(g, build_loop_nest(g)));
+  // Default stride class: unit-stride innermost, unless an input declares other strides.
+  std::vector<bool> unit(k->nest_.operands.size(), true);
+  for (int i = 0; i < k->nest_.num_inputs; ++i) {
+    const Node& nd = g.node(k->nest_.operands[static_cast<size_t>(i)]);
+    if (has_attr(nd.attrs, "strides") && !nd.shape.empty()) {
+      const auto& st = attr_shape(nd.attrs, "strides");
+      if (!st.empty() && st.back().as_const() != std::optional<int64_t>(1)) unit[static_cast<size_t>(i)] = false;
+    }
+  }
+  k->source_ = k->variant(unit)->source;
+  return k;
+}
+
+size_t Kernel::num_variants() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return variants_.size();
+}
+
+std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = variants_.find(unit_inner);
+  if (it != variants_.end()) return it->second;
+  auto v = std::make_shared<Variant>();
+  EmitOptions o;
+  o.lanes = lanes_;
+  o.unit_inner = unit_inner;
+  o.func_name = func_;
+  v->source = emit_cpu_kernel(graph_, nest_, o);
+  v->jit = jit_compile(v->source, func_, name_);
+  v->fn = reinterpret_cast<KernelFn>(v->jit.entry);
+  variants_[unit_inner] = v;
+  return v;
+}
+
+Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
+  const size_t ni = static_cast<size_t>(nest_.num_inputs);
+  if (inputs.size() != ni)
+    throw IRError("kernel " + name_ + ": expected " + std::to_string(ni) + " inputs, got " + std::to_string(inputs.size()));
+  Bindings b;
+  for (size_t i = 0; i < ni; ++i) {
+    const Node& nd = graph_.node(nest_.operands[i]);
+    const HostTensor& t = inputs[i];
+    if (t.dtype != nd.dtype)
+      throw IRError("kernel " + name_ + ": input %" + nd.name + " has dtype " + std::string(dtype_name(t.dtype)) +
+                    ", expected " + std::string(dtype_name(nd.dtype)));
+    if (t.sizes.size() != nd.shape.size())
+      throw IRError("kernel " + name_ + ": input %" + nd.name + " has rank " + std::to_string(t.sizes.size()) +
+                    ", expected " + std::to_string(nd.shape.size()));
+    for (size_t j = 0; j < nd.shape.size(); ++j)
+      if (nd.shape[j].kind() == Expr::Kind::Sym && !b.count(nd.shape[j].name())) b[nd.shape[j].name()] = t.sizes[j];
+  }
+  for (size_t i = 0; i < ni; ++i) {
+    const Node& nd = graph_.node(nest_.operands[i]);
+    for (size_t j = 0; j < nd.shape.size(); ++j) {
+      int64_t want = 0;
+      try {
+        want = nd.shape[j].eval(b);
+      } catch (const std::exception& e) {
+        throw IRError("kernel " + name_ + ": input %" + nd.name + " dim " + std::to_string(j) + ": cannot evaluate " +
+                      nd.shape[j].str() + ": " + e.what());
+      }
+      if (want != inputs[i].sizes[j])
+        throw IRError("kernel " + name_ + ": input %" + nd.name + " dim " + std::to_string(j) + " has size " +
+                      std::to_string(inputs[i].sizes[j]) + ", expected " + nd.shape[j].str() + " = " +
+                      std::to_string(want));
+    }
+  }
+  return b;
+}
+
+std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTensor>& inputs) const {
+  Bindings b = bind(inputs);
+  std::vector<std::vector<int64_t>> out;
+  for (ValueId o : graph_.outputs()) out.push_back(eval_shape(graph_.node(o).shape, b));
+  return out;
+}
+
+void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
+  Bindings b = bind(inputs);
+  const size_t nops = nest_.operands.size();
+  const size_t ni = static_cast<size_t>(nest_.num_inputs);
+  if (outputs.size() != nops - ni)
+    throw IRError("kernel " + name_ + ": expected " + std::to_string(nops - ni) + " outputs, got " +
+                  std::to_string(outputs.size()));
+  const int r = nest_.rank;
+  LaunchDomain d;
+  d.sizes.resize(static_cast<size_t>(r));
+  for (int a = 0; a < r; ++a) d.sizes[static_cast<size_t>(a)] = nest_.domain[static_cast<size_t>(a)].eval(b);
+  std::vector<void*> data(nops);
+  for (size_t k = 0; k < nops; ++k) {
+    const HostTensor& t = k < ni ? inputs[k] : outputs[k - ni];
+    const ValueId id = nest_.operands[k];
+    const Node& nd = graph_.node(id);
+    const ValuePlacement& vp = nest_.values[static_cast<size_t>(id)];
+    if (k >= ni) {
+      if (t.dtype != nd.dtype)
+        throw IRError("kernel " + name_ + ": output " + std::to_string(k - ni) + " has dtype " +
+                      std::string(dtype_name(t.dtype)) + ", expected " + std::string(dtype_name(nd.dtype)));
+      if (t.sizes != eval_shape(nd.shape, b))
+        throw IRError("kernel " + name_ + ": output " + std::to_string(k - ni) + " has sizes " + t.describe() +
+                      ", expected " + shape_str(nd.shape));
+    }
+    std::vector<int64_t> st(static_cast<size_t>(r), 0);
+    for (size_t j = 0; j < vp.axis_of_dim.size(); ++j) {
+      const int a = vp.axis_of_dim[j];
+      if (vp.varies[static_cast<size_t>(a)]) st[static_cast<size_t>(a)] = t.strides[j];
+    }
+    d.strides.push_back(std::move(st));
+    d.varies.push_back(vp.varies);
+    data[k] = t.data;
+  }
+  for (ValueId it : nest_.iotas) {
+    const ValuePlacement& vp = nest_.values[static_cast<size_t>(it)];
+    std::vector<int64_t> st(static_cast<size_t>(r), 0);
+    for (int a = 0; a < r; ++a)
+      if (vp.varies[static_cast<size_t>(a)]) st[static_cast<size_t>(a)] = 1;
+    d.strides.push_back(std::move(st));
+    d.varies.push_back(vp.varies);
+  }
+  merge_axes(nest_, d);
+  const int v = nest_.vec_axis();
+  std::vector<bool> unit(nops, true);
+  for (size_t k = 0; k < nops; ++k)
+    if (d.varies[k][static_cast<size_t>(v)])
+      unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
+  Schedule s = choose_schedule(nest_, d.sizes, lanes_);
+  if (s.rows <= 0) return;
+  auto var = variant(unit);
+  std::vector<int64_t> flat(nops * static_cast<size_t>(r));
+  for (size_t k = 0; k < nops; ++k)
+    for (int a = 0; a < r; ++a) flat[k * static_cast<size_t>(r) + static_cast<size_t>(a)] = d.strides[k][static_cast<size_t>(a)];
+  KernelFn fn = var->fn;
+  const int64_t* sz = d.sizes.data();
+  const int64_t* stp = flat.data();
+  void* const* dp = data.data();
+  jit_parallel_for(s.rows, s.grain, [&](int64_t b0, int64_t b1) { fn(sz, stp, dp, b0, b1, s.vblock, s.blk); });
+}
+
+}  // namespace autofuse

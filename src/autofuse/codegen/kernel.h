@@ -1,0 +1,65 @@
+// A kernel graph compiled to native code: one loop nest, one generated C++ source per stride class, run on host
+// tensors of any size of its shape class.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autofuse/ir/graph.h"
+#include "autofuse/ir/tensor.h"
+#include "autofuse/schedule/loop_nest.h"
+
+namespace autofuse {
+
+/// nullopt if g compiles to one kernel; else why not, naming the node (layout ops other than broadcast_to,
+/// reductions over different axis sets, extern ops, ...).
+std::optional<std::string> kernel_unsupported_reason(const Graph& g);
+
+/// A compiled kernel. Sizes and strides are call arguments: one compiled source serves every size; a new source is
+/// compiled (once, then cached) only for a new stride class (which operands are unit-stride along the innermost
+/// axis). Thread-safe: run() may be called concurrently.
+class Kernel {
+ public:
+  /// Build the loop nest and compile the variant for contiguous operands (or the strides the graph's inputs
+  /// declare). Throws IRError when kernel_unsupported_reason(g) is set, a compile error (std::runtime_error
+  /// subclass carrying the compiler output) when the source does not compile.
+  static std::shared_ptr<Kernel> compile(const Graph& g);
+
+  /// Output sizes for these inputs. Throws IRError when an input's dtype, rank or sizes conflict with the graph.
+  std::vector<std::vector<int64_t>> output_sizes(const std::vector<HostTensor>& inputs) const;
+
+  /// Compute the outputs into caller-allocated tensors (any strides; sizes must be output_sizes(inputs)).
+  /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch.
+  void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
+
+  /// The source of the first compiled variant.
+  const std::string& source() const { return source_; }
+  const std::string& name() const { return name_; }
+  const Graph& graph() const { return graph_; }
+  const LoopNest& loop_nest() const { return nest_; }
+  /// Vector lanes of the generated code.
+  int lanes() const { return lanes_; }
+  /// Number of variants compiled so far (one per stride class seen).
+  size_t num_variants() const;
+
+ private:
+  struct Variant;
+  Kernel(const Graph& g, LoopNest nest);
+  std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner) const;
+  Bindings bind(const std::vector<HostTensor>& inputs) const;
+
+  Graph graph_;
+  LoopNest nest_;
+  std::string name_;
+  std::string func_;
+  int lanes_ = 16;
+  std::string source_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<bool>, std::shared_ptr<const Variant>> variants_;
+};
+
+}  // namespace autofuse

@@ -1,0 +1,55 @@
+// Launch-time axis merging and the default schedule.
+#include "autofuse/schedule/schedule.h"
+
+#include <algorithm>
+
+namespace autofuse {
+
+void merge_axes(const LoopNest& nest, LaunchDomain& d) {
+  const int r = nest.rank;
+  int t = r - 1;  // the axis the next outer axes merge into
+  for (int a = r - 2; a >= 0; --a) {
+    const auto ua = static_cast<size_t>(a), ut = static_cast<size_t>(t);
+    bool ok = nest.is_reduce[ua] == nest.is_reduce[ut];
+    for (size_t k = 0; ok && k < d.strides.size(); ++k) {
+      if (d.varies[k][ua] != d.varies[k][ut]) { ok = false; break; }
+      if (d.sizes[ua] == 1 || d.sizes[ut] == 1) continue;
+      if (d.strides[k][ua] != d.strides[k][ut] * d.sizes[ut]) ok = false;
+    }
+    if (!ok) { t = a; continue; }
+    for (auto& st : d.strides) {
+      if (d.sizes[ut] == 1) st[ut] = st[ua];
+      st[ua] = 0;
+    }
+    d.sizes[ut] *= d.sizes[ua];
+    d.sizes[ua] = 1;
+  }
+}
+
+Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, int lanes) {
+  Schedule s;
+  const int v = nest.vec_axis();
+  int64_t rsize = 1, kouter = 1;
+  for (int a = 0; a < nest.rank; ++a) {
+    if (nest.is_reduce[static_cast<size_t>(a)]) rsize *= sizes[static_cast<size_t>(a)];
+    else if (a != v || nest.inner_reduction) kouter *= sizes[static_cast<size_t>(a)];
+  }
+  const int64_t passes = std::max(1, nest.num_stages + 1);
+  const int64_t per_elem = std::max<int64_t>(1, rsize) * passes;
+  if (nest.inner_reduction) {
+    s.rows = kouter;
+    s.vblock = lanes;
+    s.grain = std::max<int64_t>(1, 65536 / per_elem);
+  } else {
+    const int64_t nv = sizes[static_cast<size_t>(v)];
+    const int64_t nv_up = (nv + lanes - 1) / lanes * lanes;
+    int64_t vb = (16384 / per_elem + lanes - 1) / lanes * lanes;
+    vb = std::max<int64_t>(lanes, std::min(vb, std::max<int64_t>(lanes, nv_up)));
+    s.vblock = vb;
+    s.rows = nv == 0 ? 0 : kouter * ((nv + vb - 1) / vb);
+    s.grain = std::max<int64_t>(1, 65536 / (vb * per_elem));
+  }
+  return s;
+}
+
+}  // namespace autofuse

@@ -1,0 +1,38 @@
+// Launch-time decisions for one kernel call: axis merging for the actual sizes and strides, and the Schedule
+// (rows, vector block, cascade block, parallel grain). choose_schedule() is the seam the tiling model replaces.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autofuse/schedule/loop_nest.h"
+
+namespace autofuse {
+
+/// Sizes and per-operand strides (elements) of the kernel domain for one call. strides[k][a] is operand k's stride
+/// along domain axis a, 0 where the operand is statically broadcast. `pinned` lists extra pseudo-operands (iota
+/// nodes: stride 1 along their axis) that take part in merging but are not passed to the kernel.
+struct LaunchDomain {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<std::vector<bool>> varies;  ///< static flags per operand (and pseudo-operand) and axis
+};
+
+/// Merge adjacent axes of one class (both kept or both reduced) wherever every operand agrees (same static
+/// broadcast flags, and stride[a] == stride[a+1] * size[a+1], or a size of 1). Merged-away axes are left with size 1
+/// and stride 0, so the rank (and the compiled source) does not change. Row-major order over the reduction axes is
+/// preserved, so linear reduction indices (argmax) are unchanged.
+void merge_axes(const LoopNest& nest, LaunchDomain& d);
+
+/// How a call is split into rows and parallel tasks.
+struct Schedule {
+  int64_t rows = 0;     ///< iterations of the row loop (0: nothing to do)
+  int64_t vblock = 0;   ///< vector-axis elements per row when that axis is kept (a multiple of the lane count)
+  int64_t blk = 64;     ///< cascade summation block (inner iterations per partial sum)
+  int64_t grain = 1;    ///< rows per parallel task at least
+};
+
+/// The default schedule: rows of about 16K element-operations, tasks of about 64K. Sizes are the merged domain.
+Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, int lanes);
+
+}  // namespace autofuse

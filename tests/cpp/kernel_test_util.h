@@ -1,0 +1,52 @@
+// Helpers for the kernel tests: random strided tensors, comparison against the reference interpreter, and a seeded
+// generator of random fusable kernel graphs (elementwise chains with broadcasts, reductions with prologues and
+// epilogues, multi-output) that tracks which values are computed exactly (so tolerances can be zero there).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autofuse/ir/graph.h"
+#include "autofuse/ir/tensor.h"
+
+namespace autofuse::kernel_testing {
+
+/// Memory layout of a test tensor.
+enum class Layout { Contiguous, Permuted, Gapped, Expanded };
+
+/// A tensor of `sizes` in the given layout (Permuted: storage in a random dim order; Gapped: every stride doubled;
+/// Expanded: one dim of size > 1 gets stride 0). Storage is owned by the tensor. Values are not initialised.
+HostTensor make_tensor(DType t, const std::vector<int64_t>& sizes, Layout layout, std::mt19937_64& rng);
+
+/// Fill with random values: floats ~ N(0, 1) (with NaN/inf/-0.0 sprinkled when `specials`), integers in a small
+/// range ([-20, 20], u8 [0, 40]), bools 0/1.
+void fill_random(HostTensor& t, std::mt19937_64& rng, bool specials);
+
+/// Compare `got` with the reference `want` (same sizes). Floats: |got - want| <= tol * (|want| + scale) with scale the
+/// largest finite |want| (at least 1), NaN only against NaN, infinities exactly; integers and bools exactly.
+/// Returns "" when they match, else a message naming the first bad element.
+std::string compare(const HostTensor& got, const HostTensor& want, double tol);
+
+/// Default tolerance for an inexact output of dtype t (0 for integer types).
+double default_tolerance(DType t);
+
+/// A random kernel graph and, per output, whether it is computed exactly (bit-equal to the interpreter).
+struct RandomGraph {
+  Graph graph;
+  std::vector<bool> exact;
+};
+
+/// Seeded random graph that kernel_unsupported_reason accepts.
+RandomGraph random_kernel_graph(std::mt19937_64& rng);
+
+/// Random sizes for the graph's symbols (0, 1, odd, larger; total work bounded).
+Bindings random_bindings(const Graph& g, std::mt19937_64& rng);
+
+/// Run one case: random inputs in random layouts, outputs in random layouts, kernel vs interpreter. Returns "" or
+/// a message with everything needed to replay (the sizes, layouts and the first mismatch).
+std::string run_case(const RandomGraph& rg, const Bindings& b, std::mt19937_64& rng);
+
+}  // namespace autofuse::kernel_testing

@@ -1,0 +1,336 @@
+// Explicit kernel cases: softmax over many sizes from one compile, layer norm, outer reductions, accuracy of long
+// sums, NaN/inf/-0.0, argmax ties and NaN, f16/bf16 rounding, integer semantics, strided/expanded/transposed inputs,
+// strided outputs, 0-size and 0-d tensors, and the reasons a graph is refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "autofuse/codegen/kernel.h"
+#include "autofuse/ir/interpreter.h"
+#include "autofuse/ir/parser.h"
+#include "autofuse/runtime/cache.h"
+#include "kernel_test_util.h"
+
+namespace autofuse {
+namespace {
+
+using kernel_testing::compare;
+using kernel_testing::default_tolerance;
+using kernel_testing::Layout;
+using kernel_testing::make_tensor;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Run the kernel into fresh contiguous outputs.
+std::vector<HostTensor> run_kernel(const Kernel& k, const std::vector<HostTensor>& in) {
+  std::vector<HostTensor> outs;
+  for (auto& s : k.output_sizes(in))
+    outs.push_back(HostTensor::empty(k.graph().node(k.graph().outputs()[outs.size()]).dtype, s));
+  k.run(in, outs);
+  return outs;
+}
+
+HostTensor filled(DType t, std::vector<int64_t> sizes, const std::vector<double>& vals) {
+  HostTensor h = HostTensor::empty(t, sizes);
+  std::vector<int64_t> idx(sizes.size(), 0);
+  for (double v : vals) {
+    if (is_float(t) || t == DType::Bool) h.set_double(idx, v); else h.set_int(idx, static_cast<int64_t>(v));
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return h;
+}
+
+HostTensor random_tensor(DType t, std::vector<int64_t> sizes, uint64_t seed, Layout l = Layout::Contiguous) {
+  std::mt19937_64 rng(seed);
+  HostTensor h = make_tensor(t, sizes, l, rng);
+  kernel_testing::fill_random(h, rng, false);
+  return h;
+}
+
+/// Kernel vs interpreter on the given inputs; tolerance per output dtype unless `tol` >= 0.
+void expect_matches_interpreter(const Graph& g, const std::vector<HostTensor>& in, double tol = -1) {
+  auto k = Kernel::compile(g);
+  auto got = run_kernel(*k, in);
+  auto want = interpret(g, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    double t = tol >= 0 ? tol : default_tolerance(got[i].dtype);
+    EXPECT_EQ(compare(got[i], want[i], t), "") << "output " << i << " of\n" << g.str();
+  }
+}
+
+const char* kSoftmax = R"(graph softmax(%x: f32[s0, s1]) {
+  %m = amax(%x) {axes=[1], keepdim=true}
+  %d = sub(%x, %m)
+  %e = exp(%d)
+  %s = sum(%e) {axes=[1], keepdim=true}
+  %y = div(%e, %s)
+  return %y
+})";
+
+TEST(Kernel, SoftmaxServesEverySizeFromOneCompile) {
+  auto k = Kernel::compile(parse_graph(kSoftmax));
+  EXPECT_EQ(k->num_variants(), 1u);
+  reset_cache_stats();
+  for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {1000, 4096}, {64, 100000}}) {
+    HostTensor x = random_tensor(DType::Float32, {n, d}, static_cast<uint64_t>(n * 7 + d));
+    auto got = run_kernel(*k, {x});
+    auto want = interpret(k->graph(), {x});
+    EXPECT_EQ(compare(got[0], want[0], 1e-5), "") << n << "x" << d;
+  }
+  EXPECT_EQ(k->num_variants(), 1u) << "a new size must not compile a new variant";
+  CacheStats cs = cache_stats();
+  EXPECT_EQ(cs.compiles + cs.disk_hits + cs.memory_hits, 0) << "running new sizes must not touch the compiler or cache";
+}
+
+TEST(Kernel, SoftmaxWithInfinitiesAndNaN) {
+  Graph g = parse_graph(kSoftmax);
+  HostTensor x = filled(DType::Float32, {4, 3}, {-kInf, 0, 1, kNaN, 1, 2, -kInf, -kInf, -kInf, 5, -0.0, 0.0});
+  expect_matches_interpreter(g, {x});
+}
+
+TEST(Kernel, LayerNormMatchesInterpreter) {
+  Graph g = parse_graph(R"(graph layer_norm(%x: f32[s0, s1], %w: f32[s1], %b: f32[s1]) {
+    %mu = mean(%x) {axes=[1], keepdim=true}
+    %v = var(%x) {axes=[1], keepdim=true, correction=0}
+    %eps = constant() {value=1e-5, dtype=f32}
+    %ve = add(%v, %eps)
+    %r = rsqrt(%ve)
+    %c = sub(%x, %mu)
+    %n = mul(%c, %r)
+    %s = mul(%n, %w)
+    %y = add(%s, %b)
+    return %y, %mu, %r
+  })");
+  for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 17}, {33, 768}}) {
+    expect_matches_interpreter(g, {random_tensor(DType::Float32, {n, d}, 1), random_tensor(DType::Float32, {d}, 2),
+                                   random_tensor(DType::Float32, {d}, 3)});
+  }
+}
+
+TEST(Kernel, OuterAndMixedReductions) {
+  Graph g0 = parse_graph(R"(graph colsum(%x: f32[s0, s1]) {
+    %s = sum(%x) {axes=[0], keepdim=false}
+    %m = amax(%x) {axes=[0], keepdim=true}
+    return %s, %m
+  })");
+  expect_matches_interpreter(g0, {random_tensor(DType::Float32, {1000, 37}, 4)});
+  expect_matches_interpreter(g0, {random_tensor(DType::Float32, {3, 1000}, 5, Layout::Permuted)});
+  Graph g1 = parse_graph(R"(graph mixed(%x: f64[s0, s1, s2]) {
+    %s = mean(%x) {axes=[0, 2], keepdim=true}
+    %d = sub(%x, %s)
+    return %d, %s
+  })");
+  expect_matches_interpreter(g1, {random_tensor(DType::Float64, {7, 5, 9}, 6)});
+}
+
+TEST(Kernel, LongSumsStayAccurate) {
+  // 2^22 copies of 0.1f: naive f32 accumulation drifts by percents; the cascade keeps the relative error tiny.
+  Graph g = parse_graph(R"(graph s(%x: f32[s0]) {
+    %s = sum(%x) {axes=[0], keepdim=false}
+    return %s
+  })");
+  const int64_t n = 1 << 22;
+  HostTensor x = HostTensor::empty(DType::Float32, {n});
+  for (int64_t i = 0; i < n; ++i) static_cast<float*>(x.data)[i] = 0.1f;
+  auto got = run_kernel(*Kernel::compile(g), {x});
+  const double exact = static_cast<double>(0.1f) * static_cast<double>(n);
+  EXPECT_NEAR(got[0].get_double({}), exact, exact * 1e-5);
+}
+
+TEST(Kernel, ArgmaxFirstIndexAndNaN) {
+  Graph g = parse_graph(R"(graph a(%x: f32[s0, s1]) {
+    %i = argmax(%x) {axes=[1], keepdim=false}
+    %j = argmin(%x) {axes=[1], keepdim=false}
+    %m = amax(%x) {axes=[1], keepdim=false}
+    return %i, %j, %m
+  })");
+  std::vector<double> v(4 * 40, 1.0);
+  v[0 * 40 + 3] = 5; v[0 * 40 + 30] = 5;                           // row 0: tie -> first (3); min 1 -> first (0)
+  v[1 * 40 + 17] = kNaN; v[1 * 40 + 20] = kNaN; v[1 * 40 + 2] = 9; // row 1: first NaN wins (17) for both
+  v[2 * 40 + 39] = -kInf;                                          // row 2: argmin at the tail lane
+  for (int j = 0; j < 40; ++j) v[3 * 40 + j] = -kInf;              // row 3: all -inf -> 0
+  HostTensor x = filled(DType::Float32, {4, 40}, v);
+  auto k = Kernel::compile(g);
+  auto got = run_kernel(*k, {x});
+  EXPECT_EQ(got[0].get_int({0}), 3);
+  EXPECT_EQ(got[1].get_int({0}), 0);
+  EXPECT_EQ(got[0].get_int({1}), 17);
+  EXPECT_EQ(got[1].get_int({1}), 17);
+  EXPECT_TRUE(std::isnan(got[2].get_double({1})));
+  EXPECT_EQ(got[1].get_int({2}), 39);
+  EXPECT_EQ(got[0].get_int({3}), 0);
+  expect_matches_interpreter(g, {x});
+  // Outer (vectorized across rows) variant.
+  Graph g2 = parse_graph(R"(graph a0(%x: f32[s0, s1]) {
+    %i = argmax(%x) {axes=[0], keepdim=true}
+    return %i
+  })");
+  expect_matches_interpreter(g2, {filled(DType::Float32, {3, 2}, {1, kNaN, 7, 2, 7, kNaN})});
+}
+
+TEST(Kernel, HalfAndBFloat16RoundToNearestEven) {
+  Graph g = parse_graph(R"(graph c(%x: f32[s0]) {
+    %h = cast(%x) {dtype=f16}
+    %b = cast(%x) {dtype=bf16}
+    %hh = add(%h, %h)
+    %bb = mul(%b, %b)
+    return %h, %b, %hh, %bb
+  })");
+  // 1 + 2^-11 is a tie in f16 (rounds to 1), 1 + 3*2^-11 rounds up to 1 + 2^-9; 1 + 2^-8 a tie in bf16.
+  HostTensor x = filled(DType::Float32, {8}, {1 + std::ldexp(1.0, -11), 1 + 3 * std::ldexp(1.0, -11),
+                                              1 + std::ldexp(1.0, -8), 65520.0, kNaN, -0.0, kInf, 1e-8});
+  auto got = run_kernel(*Kernel::compile(g), {x});
+  EXPECT_EQ(got[0].get_double({0}), 1.0);
+  EXPECT_EQ(got[0].get_double({1}), 1 + std::ldexp(1.0, -9));
+  EXPECT_EQ(got[1].get_double({2}), 1.0);
+  EXPECT_TRUE(std::isinf(got[0].get_double({3})));  // beyond f16's max rounds to inf
+  EXPECT_TRUE(std::isnan(got[0].get_double({4})));
+  EXPECT_TRUE(std::isnan(got[1].get_double({4})));
+  EXPECT_TRUE(std::signbit(got[0].get_double({5})));
+  expect_matches_interpreter(g, {x}, 0.0);
+}
+
+TEST(Kernel, IntegerSemantics) {
+  Graph g = parse_graph(R"(graph i(%a: i32[s0], %b: i32[s0], %c: i8[s0], %d: i8[s0]) {
+    %q = floordiv(%a, %b)
+    %r = remainder(%a, %b)
+    %f = fmod(%a, %b)
+    %w = add(%c, %d)
+    %m = mul(%c, %d)
+    %s = shl(%a, %b)
+    %t = shr(%a, %b)
+    %p = pow(%a, %b)
+    return %q, %r, %f, %w, %m, %s, %t, %p
+  })");
+  HostTensor a = filled(DType::Int32, {6}, {-7, 7, -7, 7, -2147483648.0, 5});
+  HostTensor b = filled(DType::Int32, {6}, {2, -2, -2, 3, -1, 40});
+  HostTensor c = filled(DType::Int8, {6}, {127, -128, 100, 1, 0, -1});
+  HostTensor d = filled(DType::Int8, {6}, {1, -1, 100, 2, 0, -1});
+  auto got = run_kernel(*Kernel::compile(g), {a, b, c, d});
+  EXPECT_EQ(got[0].get_int({0}), -4);   // floordiv(-7, 2)
+  EXPECT_EQ(got[1].get_int({0}), 1);    // remainder(-7, 2)
+  EXPECT_EQ(got[2].get_int({0}), -1);   // fmod(-7, 2)
+  EXPECT_EQ(got[1].get_int({1}), -1);   // remainder(7, -2)
+  EXPECT_EQ(got[3].get_int({0}), -128); // 127 + 1 wraps
+  EXPECT_EQ(got[0].get_int({4}), -2147483648LL);  // INT_MIN // -1 wraps
+  EXPECT_EQ(got[5].get_int({5}), 0);    // shift by >= 32
+  expect_matches_interpreter(g, {a, b, c, d}, 0.0);
+}
+
+TEST(Kernel, StridedExpandedTransposedInputsAndStridedOutputs) {
+  Graph g = parse_graph(R"(graph e(%x: f32[s0, s1], %y: f32[s0, s1], %z: f32[s1]) {
+    %a = add(%x, %y)
+    %b = mul(%a, %z)
+    %s = sum(%b) {axes=[1], keepdim=true}
+    %o = sub(%b, %s)
+    return %o, %s
+  })");
+  auto k = Kernel::compile(g);
+  std::mt19937_64 rng(7);
+  for (Layout lx : {Layout::Contiguous, Layout::Permuted, Layout::Gapped, Layout::Expanded}) {
+    for (Layout lo : {Layout::Contiguous, Layout::Permuted, Layout::Gapped}) {
+      HostTensor x = random_tensor(DType::Float32, {19, 23}, 1, lx);
+      HostTensor y = random_tensor(DType::Float32, {19, 23}, 2, Layout::Permuted);
+      HostTensor z = random_tensor(DType::Float32, {23}, 3, Layout::Gapped);
+      auto want = interpret(g, {x, y, z});
+      HostTensor o0 = make_tensor(DType::Float32, {19, 23}, lo, rng);
+      HostTensor o1 = make_tensor(DType::Float32, {19, 1}, lo, rng);
+      k->run({x, y, z}, {o0, o1});
+      EXPECT_EQ(compare(o0, want[0], 1e-5), "");
+      EXPECT_EQ(compare(o1, want[1], 1e-5), "");
+    }
+  }
+  EXPECT_GE(k->num_variants(), 2u) << "strided operands use their own stride class";
+}
+
+TEST(Kernel, ZeroSizeAndZeroDim) {
+  Graph g = parse_graph(kSoftmax);
+  auto k = Kernel::compile(g);
+  for (auto sz : std::vector<std::vector<int64_t>>{{0, 5}, {3, 0}, {0, 0}}) {
+    HostTensor x = HostTensor::empty(DType::Float32, sz);
+    auto out = run_kernel(*k, {x});
+    EXPECT_EQ(out[0].sizes, sz);
+  }
+  Graph s = parse_graph(R"(graph z(%x: f32[s0, s1]) {
+    %s = sum(%x) {axes=[1], keepdim=false}
+    %m = mean(%x) {axes=[1], keepdim=false}
+    return %s, %m
+  })");
+  HostTensor x = HostTensor::empty(DType::Float32, {3, 0});
+  auto out = run_kernel(*Kernel::compile(s), {x});
+  EXPECT_EQ(out[0].get_double({1}), 0.0);
+  EXPECT_TRUE(std::isnan(out[1].get_double({1})));
+  Graph d = parse_graph(R"(graph d(%a: f32[], %b: f32[]) {
+    %c = add(%a, %b)
+    %e = exp(%c)
+    return %e
+  })");
+  expect_matches_interpreter(d, {filled(DType::Float32, {}, {0.5}), filled(DType::Float32, {}, {0.25})});
+}
+
+TEST(Kernel, IotaAndFullSources) {
+  // iota indexes the domain directly: its axis must survive launch-time axis merging of contiguous operands.
+  Graph g = parse_graph(R"(graph io(%x: f32[s0, s1]) {
+    %i = iota() {length=s1, start=3, step=2, dtype=i64}
+    %f = cast(%i) {dtype=f32}
+    %h = full() {value=0.5, dtype=f32, shape=[s0, 1]}
+    %a = add(%x, %f)
+    %b = mul(%a, %h)
+    %m = argmax(%b) {axes=[1], keepdim=true}
+    return %b, %m
+  })");
+  for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {4, 33}, {9, 100}})
+    expect_matches_interpreter(g, {random_tensor(DType::Float32, {n, d}, 11)}, 0.0);
+}
+
+TEST(Kernel, BoolAndAnyAll) {
+  Graph g = parse_graph(R"(graph b(%x: f32[s0, s1]) {
+    %p = gt(%x, %x)
+    %n = isnan(%x)
+    %a = any(%n) {axes=[1], keepdim=false}
+    %l = all(%x) {axes=[1], keepdim=false}
+    %c = logical_or(%p, %n)
+    return %a, %l, %c
+  })");
+  expect_matches_interpreter(g, {filled(DType::Float32, {3, 3}, {1, kNaN, 0, 1, 2, 3, -0.0, 1, 1})}, 0.0);
+}
+
+TEST(Kernel, RefusesWhatIsNotOneKernel) {
+  Graph perm = parse_graph(R"(graph p(%x: f32[s0, s1]) {
+    %y = permute(%x) {dims=[1, 0]}
+    return %y
+  })");
+  auto r = kernel_unsupported_reason(perm);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->find("layout op permute"), std::string::npos) << *r;
+  EXPECT_THROW(Kernel::compile(perm), IRError);
+  Graph two = parse_graph(R"(graph t(%x: f32[s0, s1]) {
+    %a = sum(%x) {axes=[0], keepdim=true}
+    %b = sum(%x) {axes=[1], keepdim=true}
+    %c = add(%a, %b)
+    return %c
+  })");
+  r = kernel_unsupported_reason(two);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->find("one axis set"), std::string::npos) << *r;
+  EXPECT_FALSE(kernel_unsupported_reason(parse_graph(kSoftmax)).has_value());
+}
+
+TEST(Kernel, RejectsMismatchedInputs) {
+  auto k = Kernel::compile(parse_graph(kSoftmax));
+  EXPECT_THROW(k->output_sizes({HostTensor::empty(DType::Float64, {2, 2})}), IRError);
+  EXPECT_THROW(k->output_sizes({HostTensor::empty(DType::Float32, {2})}), IRError);
+  HostTensor x = HostTensor::empty(DType::Float32, {2, 3});
+  HostTensor bad = HostTensor::empty(DType::Float32, {3, 2});
+  EXPECT_THROW(k->run({x}, {bad}), IRError);
+}
+
+}  // namespace
+}  // namespace autofuse

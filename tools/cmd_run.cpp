@@ -1,0 +1,118 @@
+// `autofuse run FILE [--shape SYM=N ...] [--seed K] [--repeat R]`: compile a one-kernel graph, run it on seeded
+// random contiguous inputs, compare every output with the reference interpreter, print the maximum absolute and
+// relative errors and the compile and run times. Exit status 1 on a mismatch (beyond the dtype's tolerance).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+
+#include "autofuse/codegen/kernel.h"
+#include "autofuse/ir/interpreter.h"
+#include "autofuse/ir/parser.h"
+#include "commands.h"
+
+namespace autofuse::cli {
+namespace {
+
+void for_each_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& f) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<int64_t> idx(sizes.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    f(idx);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Relative tolerance by dtype: a few ulps of the format plus transcendental error (SLEEF u10: 1 ulp).
+double tolerance(DType t) {
+  switch (t) {
+    case DType::Float16: return 2e-2;
+    case DType::BFloat16: return 6e-2;
+    case DType::Float32: return 2e-4;
+    case DType::Float64: return 1e-9;
+    default: return 0;
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+  ParsedArgs a = parse_args(args, {"shape", "seed", "repeat"});
+  if (a.positional.size() != 1) {
+    std::fprintf(stderr, "usage: autofuse run FILE [--shape SYM=N ...] [--seed K] [--repeat R]\n");
+    return 2;
+  }
+  Graph g = parse_graph(read_file(a.positional[0]), a.positional[0]);
+  Bindings b;
+  for (const std::string& s : g.symbols()) b[s] = 8;
+  for (const std::string& kv : a.get_all("shape")) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("--shape: expected SYM=N, got '" + kv + "'");
+    b[kv.substr(0, eq)] = parse_int(kv.substr(eq + 1), "--shape " + kv.substr(0, eq));
+  }
+  const uint64_t seed = static_cast<uint64_t>(a.get("seed") ? parse_int(*a.get("seed"), "--seed") : 0);
+  const int64_t repeat = a.get("repeat") ? std::max<int64_t>(1, parse_int(*a.get("repeat"), "--repeat")) : 5;
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<Kernel> k = Kernel::compile(g);
+  const double compile_s = seconds_since(t0);
+
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd;
+  std::vector<HostTensor> inputs;
+  for (ValueId in : g.inputs()) {
+    const Node& n = g.node(in);
+    HostTensor t = HostTensor::empty(n.dtype, eval_shape(n.shape, b));
+    for_each_index(t.sizes, [&](const std::vector<int64_t>& i) {
+      if (is_float(n.dtype)) t.set_double(i, nd(rng));
+      else if (n.dtype == DType::Bool) t.set_int(i, static_cast<int64_t>(rng() & 1));
+      else t.set_int(i, static_cast<int64_t>(rng() % 41) - (n.dtype == DType::UInt8 ? 0 : 20));
+    });
+    inputs.push_back(t);
+  }
+  std::vector<HostTensor> outs;
+  for (auto& s : k->output_sizes(inputs)) outs.push_back(HostTensor::empty(g.node(g.outputs()[outs.size()]).dtype, s));
+  k->run(inputs, outs);  // warm-up (and the stride-class variant, if any)
+  std::vector<double> times;
+  for (int64_t r = 0; r < repeat; ++r) {
+    auto t1 = std::chrono::steady_clock::now();
+    k->run(inputs, outs);
+    times.push_back(seconds_since(t1));
+  }
+  std::sort(times.begin(), times.end());
+  std::vector<HostTensor> want = interpret(g, inputs);
+
+  bool ok = true;
+  std::printf("kernel %s: compile %.1f ms, run %.3f ms (median of %lld)\n", k->name().c_str(), compile_s * 1e3,
+              times[times.size() / 2] * 1e3, static_cast<long long>(repeat));
+  for (size_t o = 0; o < outs.size(); ++o) {
+    double max_abs = 0, max_rel = 0;
+    bool bad = false;
+    const double tol = tolerance(outs[o].dtype);
+    for_each_index(outs[o].sizes, [&](const std::vector<int64_t>& i) {
+      double x = outs[o].get_double(i), w = want[o].get_double(i);
+      if (std::isnan(w) || std::isnan(x)) { bad = bad || (std::isnan(w) != std::isnan(x)); return; }
+      if (std::isinf(w) || std::isinf(x)) { bad = bad || x != w; return; }
+      double ae = std::fabs(x - w), re = ae / std::max(std::fabs(w), 1e-30);
+      max_abs = std::max(max_abs, ae);
+      max_rel = std::max(max_rel, std::min(re, ae));
+      if (ae > tol * (std::fabs(w) + 1)) bad = true;
+    });
+    std::printf("  output %zu %s: max abs err %.3g, max rel err %.3g  %s\n", o, outs[o].describe().c_str(), max_abs,
+                max_rel, bad ? "MISMATCH" : "ok");
+    ok = ok && !bad;
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace autofuse::cli
