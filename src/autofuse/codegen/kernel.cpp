@@ -1,6 +1,7 @@
 // Kernel: loop nest + per-stride-class compiled variants + the launcher (binding sizes, merging axes, scheduling).
 #include "autofuse/codegen/kernel.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "autofuse/codegen/cpu/emit.h"
@@ -153,6 +154,27 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
       if (vp.varies[static_cast<size_t>(a)]) st[static_cast<size_t>(a)] = 1;
     d.strides.push_back(std::move(st));
     d.varies.push_back(vp.varies);
+  }
+  // A kept axis of size 0 with outputs that do not vary along it (and so still have elements): run that axis once,
+  // pointing every empty operand at a zeroed scratch with zero strides. Only values that vary along the axis read
+  // those operands, and they only feed the empty outputs. Reduced axes of size 0 need nothing: their loops are empty.
+  static thread_local std::vector<int64_t> scratch(256, 0);
+  bool empty_kept_axis = false;
+  for (int a = 0; a < r; ++a)
+    if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0) empty_kept_axis = true;
+  if (empty_kept_axis) {
+    bool any_output = false;
+    for (const HostTensor& t : outputs) any_output = any_output || t.numel() > 0;
+    if (!any_output) return;
+    for (int a = 0; a < r; ++a)
+      if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0) d.sizes[static_cast<size_t>(a)] = 1;
+    for (size_t k = 0; k < nops; ++k) {
+      const HostTensor& t = k < ni ? inputs[k] : outputs[k - ni];
+      if (t.numel() != 0) continue;
+      std::fill(scratch.begin(), scratch.end(), 0);
+      data[k] = scratch.data();
+      std::fill(d.strides[k].begin(), d.strides[k].end(), 0);
+    }
   }
   merge_axes(nest_, d);
   const int v = nest_.vec_axis();
