@@ -165,6 +165,20 @@ def shape_py(lg: LoweredGraph, shape) -> str:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
+def _profile_name(lg: LoweredGraph, st: Step, graph: str) -> str:
+    """The name a kernel step is profiled under: graph, group and its IR ops (``af_graph0.k1[mul,exp,sum]``);
+    unique per graph, since group names (``k0``...) repeat across graphs."""
+    ops: List[str] = []
+    for i in st.nodes:
+        op = lg.nodes[i].op
+        if op != "constant" and op not in ops:
+            ops.append(op)
+    text = ",".join(ops)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{graph}.{st.name}[{text}]"
+
+
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
     """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
     e = _Emitter(lg)
@@ -192,7 +206,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
             # profiling hook (bench/README.md): one global read per launch when profiling is off
-            kname = repr(str(getattr(st.kernel, "name", "") or st.name))
+            kname = repr(_profile_name(lg, st, name))
             L.append(f"    {fn}([{ins}], [{outs}]{extra}) if not PE() else "
                      f"PL({kname}, {fn}, [{ins}], [{outs}]{extra})  # {st.name}")
             L.append("    LAUNCHES[0] += 1")
