@@ -160,7 +160,7 @@ def main(argv=None):
             k = _core.Kernel.compile(g)
             es = 4 if dt == "fp32" else 2
             # Size the main operand so that the run moves at least traffic-mb: probe the bytes per main element.
-            probe = make_inputs(name, dt, COLS * 4, torch)
+            probe = make_inputs(name, dt, COLS * 1024, torch)
             probe_out = [torch.empty(s, dtype=probe[0].dtype) for s in k.output_sizes(probe)]
             per_elem = sum(t.numel() * t.element_size() for t in probe + probe_out) / probe[0].numel()
             n = int(a.traffic_mb * 1e6 / per_elem)
