@@ -20,8 +20,6 @@ ASAN := build/asan
 FUZZ := build/fuzz
 FUZZ_SECONDS ?= 60
 PYTEST_ARGS ?=
-# Run pytest on two workers when pytest-xdist is present.
-PYTEST_PAR := $(shell $(PY) -c 'import xdist' 2>/dev/null && echo "-n $(JOBS)")
 CLANG_FORMAT ?= clang-format
 FORMAT_FILES = $(shell git ls-files '*.h' '*.cpp')
 
@@ -71,6 +69,9 @@ test-cpp:
 
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN)/autofuse_tests --gtest_brief=1
+
+# pytest on $(JOBS) workers when pytest-xdist is installed (checked when the recipe runs: set-up may have just added it).
+PYTEST_PAR = $$($(PY) -c 'import xdist' 2>/dev/null && echo "-n $(JOBS)")
 
 test-python:
 	$(PY) -m pytest -q $(PYTEST_PAR) tests/python $(PYTEST_ARGS)

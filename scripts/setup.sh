@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PKGS=(build-essential cmake ninja-build git libgtest-dev libsleef-dev graphviz clang clang-format libclang-rt-dev
+DEB_PKGS=(build-essential cmake ninja-build ccache git libgtest-dev libsleef-dev graphviz clang clang-format libclang-rt-dev
   python3-venv python3-dev)
 PY_PKGS=("torch==2.13.0" numpy pytest pytest-xdist nanobind "scikit-build-core>=0.10" expecttest hypothesis
   "transformers" matplotlib)

@@ -1,12 +1,14 @@
 """Autofuse: an automatic operator-fusion compiler for PyTorch on x86-64 CPUs.
 
-Use it from PyTorch with ``torch.compile(model, backend="autofuse")``, or build / parse IR graphs here and run them.
-The C++ core is the extension module ``autofuse._core``; this package re-exports its public names.
+Use it from PyTorch with ``torch.compile(model, backend="autofuse")``, or build / parse IR graphs here and run them
+(see autofuse.ir). The C++ core is the extension module ``autofuse._core``; this package re-exports its public names.
 """
 
-from autofuse._core import DType, op_names  # noqa: F401
+from autofuse.ir import (DType, Graph, IRError, Node, ParseError, VerifyError, interpret, numpy_dtype, op_names,
+                         op_schema, parse, parse_expr, torch_dtype, verify)
 
-__all__ = ["DType", "op_names"]
+__all__ = ["DType", "Graph", "Node", "IRError", "ParseError", "VerifyError", "parse", "parse_expr", "verify", "interpret",
+           "op_names", "op_schema", "torch_dtype", "numpy_dtype"]
 
 # The runtime: kernel cache counters, the launcher's thread count, the machine model; owned by "runtime".
 from autofuse._core import (  # noqa: E402,F401

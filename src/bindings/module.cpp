@@ -4,7 +4,9 @@
 NB_MODULE(_core, m) {
   m.doc() = "Autofuse C++ core: IR, interpreter, runtime and fusion (see python/autofuse/__init__.py)";
   autofuse::bindings::bind_ir(m);
+  autofuse::bindings::bind_tensor(m);
   autofuse::bindings::bind_interpreter(m);
   autofuse::bindings::bind_runtime(m);
+  autofuse::bindings::bind_kernel(m);
   autofuse::bindings::bind_fusion(m);
 }

@@ -1,0 +1,46 @@
+// Python bindings of a compiled kernel (codegen/kernel.h): compile one kernel graph, run it on torch tensors or numpy
+// arrays in place, read its generated source. This is the hot path of the torch backend: one call per kernel launch.
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "autofuse/codegen/kernel.h"
+#include "bindings.h"
+#include "tensor_convert.h"
+
+namespace autofuse::bindings {
+
+void bind_kernel(nb::module_& m) {
+  nb::class_<Kernel>(m, "Kernel",
+                     "One fusion group compiled to native code. Sizes and strides are call arguments: one compiled "
+                     "kernel serves every size of its shape class.")
+      .def_static(
+          "compile", [](const Graph& g) { return Kernel::compile(g); }, nb::arg("graph"),
+          "Compile a kernel graph (elementwise, broadcast_to, source and reduce ops sharing one reduction axis set). "
+          "Raises IRError naming the reason when the graph is not one kernel, CompileError when the C++ compiler "
+          "fails.")
+      .def(
+          "run",
+          [](const Kernel& k, nb::handle inputs, nb::handle outputs) {
+            std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input");
+            std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output");
+            nb::gil_scoped_release unlocked;
+            k.run(in, out);
+          },
+          nb::arg("inputs"), nb::arg("outputs"),
+          "Compute the outputs in place. inputs: one tensor/array per graph input (any strides, 0 for expanded dims); "
+          "outputs: caller-allocated tensors of output_sizes(inputs) (any strides). Raises IRError on a dtype or "
+          "size mismatch.")
+      .def(
+          "output_sizes",
+          [](const Kernel& k, nb::handle inputs) { return k.output_sizes(to_host_tensors(inputs, false, "input")); },
+          nb::arg("inputs"), "Concrete sizes of each output for these inputs.")
+      .def_prop_ro("source", &Kernel::source, "The generated C++ source of the first compiled variant")
+      .def_prop_ro("name", &Kernel::name, "The kernel's name (from its ops)")
+      .def_prop_ro(
+          "graph", [](const Kernel& k) { return k.graph(); }, "The kernel graph (a copy)")
+      .def_prop_ro("lanes", &Kernel::lanes, "Vector lanes of the generated code (1: scalar)")
+      .def_prop_ro("num_variants", &Kernel::num_variants, "Stride-class variants compiled so far");
+}
+
+}  // namespace autofuse::bindings

@@ -1,0 +1,27 @@
+// Python bindings of the tensor conversion itself, for tests and debugging: what C++ sees of a Python tensor.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "tensor_convert.h"
+
+namespace autofuse::bindings {
+
+void bind_tensor(nb::module_& m) {
+  m.def(
+      "tensor_view",
+      [](nb::handle obj, bool writable) {
+        HostTensor t = to_host_tensor(obj, writable, "tensor");
+        nb::dict d;
+        d["dtype"] = t.dtype;
+        d["sizes"] = t.sizes;
+        d["strides"] = t.strides;
+        d["data_ptr"] = reinterpret_cast<uintptr_t>(t.data);
+        return d;
+      },
+      nb::arg("tensor"), nb::arg("writable") = false,
+      "The HostTensor view C++ gets of a torch tensor / numpy array: dict(dtype, sizes, strides (elements), "
+      "data_ptr). No copy is made, so data_ptr equals the tensor's own.");
+}
+
+}  // namespace autofuse::bindings

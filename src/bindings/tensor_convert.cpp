@@ -1,0 +1,176 @@
+// Zero-copy tensor conversion for the bindings; see tensor_convert.h.
+#include "tensor_convert.h"
+
+#include <nanobind/stl/string.h>
+
+#include <memory>
+
+namespace autofuse::bindings {
+
+namespace {
+
+using dl_code = nb::dlpack::dtype_code;
+
+// Read-only and writable imports: the read-only form also accepts read-only numpy arrays.
+using ROArray = nb::ndarray<nb::ro, nb::device::cpu>;
+using RWArray = nb::ndarray<nb::device::cpu>;
+
+// Import obj as a DLPack array without copying; falls back to obj.detach() for torch tensors that require grad
+// (their __dlpack__ refuses to export). False if obj is not an array at all.
+template <typename Array>
+bool import_array(nb::handle obj, Array& out, nb::object& detached) {
+  if (nb::try_cast(obj, out, /*convert=*/false)) return true;
+  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach") && nb::cast<bool>(obj.attr("requires_grad"))) {
+    detached = obj.attr("detach")();
+    return nb::try_cast(detached, out, /*convert=*/false);
+  }
+  return false;
+}
+
+// Why obj could not be imported: a GPU tensor, or not an array.
+[[noreturn]] void import_failed(nb::handle obj, bool writable, const char* what) {
+  if (nb::hasattr(obj, "device")) {
+    std::string dev = nb::str(obj.attr("device")).c_str();
+    if (dev.rfind("cpu", 0) != 0) {
+      throw nb::value_error(
+          (std::string(what) + ": tensor is on device '" + dev + "'; autofuse runs on CPU tensors").c_str());
+    }
+  }
+  if (writable && nb::hasattr(obj, "flags") && nb::hasattr(obj.attr("flags"), "writeable") &&
+      !nb::cast<bool>(obj.attr("flags").attr("writeable"))) {
+    throw nb::value_error((std::string(what) + ": array is read-only, but it is written to").c_str());
+  }
+  throw nb::type_error(
+      (std::string(what) + ": expected a torch.Tensor or numpy.ndarray on the CPU, got '" + py_type_name(obj) + "'")
+          .c_str());
+}
+
+template <typename Array>
+HostTensor view_of(Array&& arr, const char* what) {
+  std::optional<DType> dt = dtype_from_dlpack(arr.dtype());
+  if (!dt) {
+    nb::dlpack::dtype t = arr.dtype();
+    throw nb::value_error((std::string(what) + ": unsupported element type (DLPack code " + std::to_string(t.code) +
+                           ", " + std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) + " lanes)")
+                              .c_str());
+  }
+  const size_t rank = arr.ndim();
+  std::vector<int64_t> sizes(rank), strides(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    sizes[i] = static_cast<int64_t>(arr.shape(i));
+    strides[i] = arr.stride(i);
+  }
+  HostTensor t = HostTensor::view(*dt, const_cast<void*>(static_cast<const void*>(arr.data())), std::move(sizes),
+                                  std::move(strides));
+  t.owner = std::make_shared<std::decay_t<Array>>(std::forward<Array>(arr));
+  return t;
+}
+
+}  // namespace
+
+std::optional<DType> dtype_from_dlpack(nb::dlpack::dtype t) {
+  if (t.lanes != 1) return std::nullopt;
+  switch (static_cast<dl_code>(t.code)) {
+    case dl_code::Bool:
+      return t.bits == 8 ? std::optional(DType::Bool) : std::nullopt;
+    case dl_code::UInt:
+      return t.bits == 8 ? std::optional(DType::UInt8) : std::nullopt;
+    case dl_code::Int:
+      switch (t.bits) {
+        case 8:
+          return DType::Int8;
+        case 16:
+          return DType::Int16;
+        case 32:
+          return DType::Int32;
+        case 64:
+          return DType::Int64;
+        default:
+          return std::nullopt;
+      }
+    case dl_code::Float:
+      switch (t.bits) {
+        case 16:
+          return DType::Float16;
+        case 32:
+          return DType::Float32;
+        case 64:
+          return DType::Float64;
+        default:
+          return std::nullopt;
+      }
+    case dl_code::Bfloat:
+      return t.bits == 16 ? std::optional(DType::BFloat16) : std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+nb::dlpack::dtype dtype_to_dlpack(DType t) {
+  auto make = [](dl_code c, int bits) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(c), static_cast<uint8_t>(bits), 1};
+  };
+  switch (t) {
+    case DType::Bool:
+      return make(dl_code::Bool, 8);
+    case DType::UInt8:
+      return make(dl_code::UInt, 8);
+    case DType::Int8:
+      return make(dl_code::Int, 8);
+    case DType::Int16:
+      return make(dl_code::Int, 16);
+    case DType::Int32:
+      return make(dl_code::Int, 32);
+    case DType::Int64:
+      return make(dl_code::Int, 64);
+    case DType::Float16:
+      return make(dl_code::Float, 16);
+    case DType::BFloat16:
+      return make(dl_code::Bfloat, 16);
+    case DType::Float32:
+      return make(dl_code::Float, 32);
+    case DType::Float64:
+      return make(dl_code::Float, 64);
+  }
+  throw nb::value_error("dtype_to_dlpack: invalid DType");
+}
+
+HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
+  nb::object detached;
+  if (writable) {
+    RWArray arr;
+    if (!import_array(obj, arr, detached)) import_failed(obj, writable, what);
+    return view_of(std::move(arr), what);
+  }
+  ROArray arr;
+  if (!import_array(obj, arr, detached)) import_failed(obj, writable, what);
+  return view_of(std::move(arr), what);
+}
+
+std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what) {
+  if (!nb::isinstance<nb::list>(seq) && !nb::isinstance<nb::tuple>(seq)) {
+    throw nb::type_error(
+        (std::string(what) + "s: expected a list or tuple of tensors, got '" + py_type_name(seq) + "'").c_str());
+  }
+  std::vector<HostTensor> out;
+  size_t n = nb::len(seq);
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string label = std::string(what) + " " + std::to_string(i);
+    out.push_back(to_host_tensor(seq[i], writable, label.c_str()));
+  }
+  return out;
+}
+
+DType to_dtype(nb::handle obj) {
+  if (nb::isinstance<DType>(obj)) return nb::cast<DType>(obj);
+  std::string text = nb::isinstance<nb::str>(obj) ? nb::cast<std::string>(obj) : std::string(nb::str(obj).c_str());
+  std::string name = text.rfind("torch.", 0) == 0 ? text.substr(6) : text;
+  if (std::optional<DType> d = parse_dtype(name)) return *d;
+  throw nb::value_error(("unknown dtype '" + text +
+                         "'; expected one of bool, u8, i8, i16, i32, i64, f16, bf16, f32, "
+                         "f64 (or a torch / numpy dtype of those)")
+                            .c_str());
+}
+
+}  // namespace autofuse::bindings

@@ -1,0 +1,45 @@
+// Zero-copy conversion of Python tensors (torch.Tensor, numpy.ndarray, anything exporting DLPack or the buffer
+// protocol) into HostTensor views, shared by every binding that passes tensors to C++.
+//
+// The view borrows the tensor's memory: sizes and strides are copied (in elements, any strides, 0-size allowed),
+// the data is not. HostTensor::owner keeps the imported DLPack handle, and through it the memory, alive while any copy
+// of the view exists. Supported element types: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
+// float64. A torch tensor that requires grad is viewed through .detach() (same memory). CPU memory only.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autofuse/ir/dtype.h"
+#include "autofuse/ir/tensor.h"
+
+namespace autofuse::bindings {
+
+namespace nb = nanobind;
+
+/// The IR dtype of a DLPack element type, nullopt for types the IR lacks (complex, float8, vector lanes).
+std::optional<DType> dtype_from_dlpack(nb::dlpack::dtype t);
+/// The DLPack element type of an IR dtype.
+nb::dlpack::dtype dtype_to_dlpack(DType t);
+
+/// A HostTensor view of `obj`, without copying. `writable`: the caller will write through the view (read-only numpy
+/// arrays are refused then). `what` names the argument in errors ("input 2").
+/// Throws nb::type_error when obj is not an array/tensor, nb::value_error for an unsupported dtype or a non-CPU
+/// device; the message starts with `what`.
+HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what);
+
+/// to_host_tensor over a sequence (list or tuple); `what` is "input" / "output", errors say "input 2: ...".
+std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what);
+
+/// The dtype argument of a binding: an autofuse DType, a name ("f32", "float32", "bfloat16"), or a torch / numpy
+/// dtype (read by its str(), "torch.float32" / "float32"). Throws nb::value_error naming the text on failure.
+DType to_dtype(nb::handle obj);
+
+/// The Python type name of an object ("list", "torch.Tensor"), for error messages.
+inline std::string py_type_name(nb::handle obj) { return nb::inst_name(obj).c_str(); }
+
+}  // namespace autofuse::bindings

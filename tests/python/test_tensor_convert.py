@@ -1,0 +1,127 @@
+"""Zero-copy conversion of torch tensors and numpy arrays to C++ HostTensor views, and interpret() on both."""
+
+import numpy as np
+import pytest
+
+import autofuse
+from autofuse import DType
+
+torch = pytest.importorskip("torch")
+view = autofuse._core.tensor_view
+
+TORCH_DTYPES = {
+    torch.bool: DType.bool, torch.uint8: DType.uint8, torch.int8: DType.int8, torch.int16: DType.int16,
+    torch.int32: DType.int32, torch.int64: DType.int64, torch.float16: DType.float16,
+    torch.bfloat16: DType.bfloat16, torch.float32: DType.float32, torch.float64: DType.float64,
+}
+
+
+def element_strides(t):
+    return list(t.stride())
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES), ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "expanded", "zero_size", "scalar"])
+def test_torch_views_share_memory(dtype, layout):
+    base = torch.zeros(6, 5, dtype=dtype)
+    t = {
+        "contiguous": base,
+        "transposed": base.t(),
+        "sliced": base[1::2, 1:4],
+        "expanded": base[:, :1].expand(6, 7),
+        "zero_size": base[:, 2:2],
+        "scalar": base[2, 3],
+    }[layout]
+    v = view(t)
+    assert v["dtype"] == TORCH_DTYPES[dtype]
+    assert v["sizes"] == list(t.shape)
+    assert v["strides"] == element_strides(t)
+    if t.numel() > 0:
+        assert v["data_ptr"] == t.data_ptr()  # the view points into the tensor's own memory: no copy
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
+                                   "float64"])
+def test_numpy_views_share_memory(dtype):
+    a = np.zeros((4, 6), dtype=dtype)[::2, ::-3]  # positive and negative strides
+    v = view(a)
+    assert v["dtype"] == getattr(DType, dtype)
+    assert v["sizes"] == list(a.shape)
+    assert v["strides"] == [s // a.itemsize for s in a.strides]
+    assert v["data_ptr"] == a.ctypes.data
+
+
+def test_writes_through_the_view_reach_the_tensor():
+    g = autofuse.parse("graph f(%x: f32[s0]) {\n  %y = neg(%x)\n  return %y\n}\n")
+    x = torch.arange(4, dtype=torch.float32)
+    out = torch.full((8,), 7.0)[::2]  # strided output buffer
+    res = autofuse._core.interpret_with(g, [x], lambda sizes, dtype: out)
+    assert res[0] is out
+    assert out.tolist() == [0.0, -1.0, -2.0, -3.0]
+
+
+def test_requires_grad_tensor_is_viewed_without_copy():
+    t = torch.ones(3, requires_grad=True)
+    assert view(t)["data_ptr"] == t.data_ptr()
+
+
+def test_read_only_numpy_is_refused_for_writing_only():
+    a = np.zeros(3, dtype=np.float32)
+    a.flags.writeable = False
+    assert view(a)["data_ptr"] == a.ctypes.data
+    with pytest.raises(ValueError, match="read-only"):
+        view(a, writable=True)
+
+
+def test_unsupported_inputs_are_named():
+    with pytest.raises(TypeError, match="tensor: expected a torch.Tensor or numpy.ndarray on the CPU, got 'list'"):
+        view([1, 2])
+    with pytest.raises(ValueError, match="unsupported element type"):
+        view(torch.zeros(2, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="input 1: expected"):
+        autofuse.interpret(autofuse.parse("graph f(%x: f32[2], %y: f32[2]) {\n  return %x\n}\n"),
+                           [torch.zeros(2), "nope"])
+
+
+GRAPH = """\
+graph f(%x: f32[s0, 4], %b: f32[4]) {
+  %y = add(%x, %b)
+  %s = sum(%y) {axes=[1], keepdim=false}
+  return %y, %s
+}
+"""
+
+
+def test_interpret_torch_non_contiguous():
+    g = autofuse.parse(GRAPH)
+    x = torch.randn(4, 3).t()  # (3, 4), strides (1, 3)
+    b = torch.randn(8)[::2]
+    y, s = autofuse.interpret(g, [x, b])
+    assert isinstance(y, torch.Tensor) and y.is_contiguous()
+    torch.testing.assert_close(y, x + b)
+    torch.testing.assert_close(s, (x + b).sum(1))
+
+
+def test_interpret_numpy_returns_numpy():
+    g = autofuse.parse(GRAPH)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    b = np.ones(4, dtype=np.float32)
+    y, s = autofuse.interpret(g, [x, b])
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and s.shape == (2,)
+    np.testing.assert_allclose(y, x + b)
+
+
+def test_interpret_bf16_and_zero_size():
+    g = autofuse.parse("graph f(%x: bf16[s0, s1]) {\n  %y = mul(%x, %x)\n  return %y\n}\n")
+    x = torch.randn(3, 5, dtype=torch.bfloat16)
+    (y,) = autofuse.interpret(g, [x])
+    assert y.dtype == torch.bfloat16
+    torch.testing.assert_close(y, x * x)
+    (z,) = autofuse.interpret(g, [torch.zeros(0, 5, dtype=torch.bfloat16)])
+    assert z.shape == (0, 5)
+
+
+def test_interpret_reports_size_conflicts():
+    g = autofuse.parse(GRAPH)
+    with pytest.raises(autofuse.IRError, match="%b"):
+        autofuse.interpret(g, [torch.zeros(2, 4), torch.zeros(5)])
