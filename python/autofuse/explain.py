@@ -72,7 +72,8 @@ def report_from_records(records) -> ExplainReport:
                 rep.fallbacks.append(f)
         for s in r.kernels:
             ops = [r.lowered.nodes[i].op for i in s.nodes]
-            source = s.kernel.source() if s.kernel is not None and hasattr(s.kernel, "source") else None
+            source = getattr(s.kernel, "source", None) if s.kernel is not None else None
+            source = source() if callable(source) else source  # the binding exposes a property, older ones a method
             rep.kernels.append(KernelInfo(s.name, r.name, ops, source, s.info.get("ir", "")))
     return rep
 
