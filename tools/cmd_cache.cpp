@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <stdexcept>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -81,8 +81,10 @@ int run_bench(const std::string& base_source, int reps) {
     memory.push_back(compile_module(source, "bench").seconds * 1e3);
   }
   double compiler_cpu_ms = (child_cpu_ms() - cpu0) / reps;
-  if (saved.empty()) ::unsetenv("AUTOFUSE_CACHE_DIR");
-  else ::setenv("AUTOFUSE_CACHE_DIR", saved.c_str(), 1);
+  if (saved.empty())
+    ::unsetenv("AUTOFUSE_CACHE_DIR");
+  else
+    ::setenv("AUTOFUSE_CACHE_DIR", saved.c_str(), 1);
   std::filesystem::remove_all(tmpl);
   std::printf("compiler: %s (%s)\nflags: %s\n", compiler_info().path.c_str(), compiler_info().version.c_str(),
               kernel_compile_flags().c_str());
@@ -119,8 +121,8 @@ int cmd_cache(const Args& args) {
       }
     }
   }
-  std::printf("cache dir: %s\nentries: %lld\nsize: %.1f MiB\nisa: %s\nflags: %s\n", dir.c_str(),
-              (long long)entries, double(bytes) / (1 << 20), host_isa().c_str(), kernel_compile_flags().c_str());
+  std::printf("cache dir: %s\nentries: %lld\nsize: %.1f MiB\nisa: %s\nflags: %s\n", dir.c_str(), (long long)entries,
+              double(bytes) / (1 << 20), host_isa().c_str(), kernel_compile_flags().c_str());
   return 0;
 }
 

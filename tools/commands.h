@@ -27,6 +27,7 @@ using CommandFn = int (*)(const Args&);
 [[gnu::weak]] int cmd_fuse(const Args& args);
 [[gnu::weak]] int cmd_machine(const Args& args);
 [[gnu::weak]] int cmd_cache(const Args& args);
+[[gnu::weak]] int cmd_tiling_sweep(const Args& args);  // owner: tiling
 
 /// The whole content of a file, or of stdin when path is "-". Throws std::runtime_error "PATH: cannot read: why".
 std::string read_file(const std::string& path);

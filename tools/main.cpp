@@ -38,6 +38,8 @@ const Command kCommands[] = {
      "print the machine model: cores, caches, ISA, measured bandwidths; --launch: parallel_for launch cost"},
     {"cache", cmd_cache, "cache [--bench [--reps N] [--source FILE]]",
      "show the kernel cache; --bench: median cold compile and warm load times"},
+    {"tiling-sweep", cmd_tiling_sweep, "tiling-sweep [--total N] [--reps R] [--threads T]",
+     "reduction sweep rows x cols (sum, softmax; f32, bf16): time of every tiling candidate and the chosen one"},
 };
 
 void print_help(std::FILE* out) {

@@ -73,7 +73,7 @@ def report_from_records(records) -> ExplainReport:
         for s in r.kernels:
             ops = [r.lowered.nodes[i].op for i in s.nodes]
             source = getattr(s.kernel, "source", None) if s.kernel is not None else None
-            source = source() if callable(source) else source  # the binding exposes a property, older ones a method
+            source = source() if callable(source) else source
             rep.kernels.append(KernelInfo(s.name, r.name, ops, source, s.info.get("ir", "")))
     return rep
 

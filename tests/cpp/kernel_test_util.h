@@ -37,6 +37,9 @@ double default_tolerance(DType t);
 struct RandomGraph {
   Graph graph;
   std::vector<bool> exact;
+  /// Per output: the tolerance of an inexact output (a value computed in f32 and cast to f64 keeps f32's), or -1
+  /// for the output dtype's default.
+  std::vector<double> tol;
 };
 
 /// Seeded random graph that kernel_unsupported_reason accepts.

@@ -107,6 +107,11 @@ TEST(InterpInt, FloorDivRemainderFmodWithNegativeOperands) {
   // The most negative int8 divided by -1 wraps, as eager does.
   auto m = itensor(DType::Int8, {-128}), n1 = itensor(DType::Int8, {-1});
   EXPECT_EQ(ivalues(run_op(OpKind::FloorDiv, {m, n1})), (std::vector<int64_t>{-128}));
+  // In i64 the same division traps in C++ (and in eager); the interpreter gives the wrapped result instead.
+  auto lmin = itensor(DType::Int64, {INT64_MIN, INT64_MIN}), lm1 = itensor(DType::Int64, {-1, -1});
+  EXPECT_EQ(ivalues(run_op(OpKind::FloorDiv, {lmin, lm1})), (std::vector<int64_t>{INT64_MIN, INT64_MIN}));
+  EXPECT_EQ(ivalues(run_op(OpKind::Remainder, {lmin, lm1})), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(ivalues(run_op(OpKind::Fmod, {lmin, lm1})), (std::vector<int64_t>{0, 0}));
 }
 
 TEST(InterpInt, DivisionByZeroNamesTheNode) {

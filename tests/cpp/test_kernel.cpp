@@ -267,6 +267,16 @@ TEST(Kernel, ZeroSizeAndZeroDim) {
   auto out = run_kernel(*Kernel::compile(s), {x});
   EXPECT_EQ(out[0].get_double({1}), 0.0);
   EXPECT_TRUE(std::isnan(out[1].get_double({1})));
+  // An empty kept axis must not suppress an output that does not vary along it.
+  Graph e = parse_graph(R"(graph e(%x: i8[s0, s1], %y: i8[]) {
+    %n = bitwise_not(%x)
+    %s = sign(%y)
+    return %n, %s
+  })");
+  HostTensor ex = HostTensor::empty(DType::Int8, {0, 3});
+  auto eo = run_kernel(*Kernel::compile(e), {ex, filled(DType::Int8, {}, {-5})});
+  EXPECT_EQ(eo[0].numel(), 0);
+  EXPECT_EQ(eo[1].get_int({}), -1);
   Graph d = parse_graph(R"(graph d(%a: f32[], %b: f32[]) {
     %c = add(%a, %b)
     %e = exp(%c)

@@ -44,6 +44,7 @@ class Gen {
     const int steps = uni(rng_, 1, 5);
     for (int i = 0; i < steps; ++i) step();
     std::vector<V> outs;
+    double cast_tol = -1;
     if (r >= 1 && coin(rng_, 0.6)) reduction_phase(outs);
     outs.push_back(pool_.back());
     if (coin(rng_, 0.3)) outs.push_back(pick(pool_, rng_));
@@ -54,13 +55,17 @@ class Gen {
       DType to = pick(std::vector<DType>{DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Bool,
                                          DType::Int32},
                       rng_);
-      if (!(is_float(from) && is_integer(to))) o = {g_.cast(o.id, to), o.exact};
+      if (!(is_float(from) && is_integer(to))) {
+        o = {g_.cast(o.id, to), o.exact};
+        cast_tol = std::max(default_tolerance(from), default_tolerance(to));
+      }
     }
-    RandomGraph rg{std::move(g_), {}};
+    RandomGraph rg{std::move(g_), {}, {}};
     std::vector<ValueId> ids;
     for (const V& v : outs) {
       ids.push_back(v.id);
       rg.exact.push_back(v.exact);
+      rg.tol.push_back(rg.tol.empty() ? cast_tol : -1.0);
     }
     rg.graph.set_outputs(ids);
     return rg;

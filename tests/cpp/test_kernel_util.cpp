@@ -217,7 +217,8 @@ std::string run_case(const RandomGraph& rg, const Bindings& b, std::mt19937_64& 
   }
   for (size_t i = 0; i < outs.size(); ++i) {
     const DType t = g.node(g.outputs()[i]).dtype;
-    std::string e = compare(outs[i], want[i], rg.exact[i] ? 0.0 : default_tolerance(t));
+    const double tol = i < rg.tol.size() && rg.tol[i] >= 0 ? rg.tol[i] : default_tolerance(t);
+    std::string e = compare(outs[i], want[i], rg.exact[i] ? 0.0 : tol);
     if (!e.empty()) return "output " + std::to_string(i) + " " + e + "; " + desc.str();
   }
   return "";

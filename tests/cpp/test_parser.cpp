@@ -123,6 +123,12 @@ TEST(Parser, StringEscapesDecode) {
   EXPECT_EQ(print_graph(parse_graph(printed)), printed);
 }
 
+TEST(Parser, WindowsLineEndingsAndByteOrderMark) {
+  Graph g = parse_graph("\xEF\xBB\xBFgraph g(%x: f32[4]) {\r\n  %y = neg(%x)\r\n  return %y\r\n}\r\n");
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_EQ(parse_error("\xEF\xBB\xBFgraph g() {\r\n  return %q\r\n}"), "t.af:2:10: error: use of undefined value %q");
+}
+
 TEST(Parser, NamesMayBeNumbersAndContainDots) {
   Graph g = parse_graph(wrap("  %0 = neg(%x)\n  %x.1 = abs(%0)\n  return %x.1, %0"));
   EXPECT_EQ(g.node(2).name, "x.1");

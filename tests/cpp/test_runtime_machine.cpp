@@ -29,8 +29,8 @@ TEST(RuntimeMachine, BandwidthProbeGivesPlausibleFigures) {
   BandwidthResult bw = measure_bandwidth(int64_t(16) << 20, 2, 1);
   for (double v : {bw.read_gbps, bw.write_gbps, bw.copy_gbps}) {
     EXPECT_TRUE(std::isfinite(v));
-    EXPECT_GT(v, 0.1);    // any machine streams faster than 100 MB/s
-    EXPECT_LT(v, 1e5);    // and slower than 100 TB/s
+    EXPECT_GT(v, 0.1);  // any machine streams faster than 100 MB/s
+    EXPECT_LT(v, 1e5);  // and slower than 100 TB/s
   }
   double l1 = measure_cache_read_gbps(16 << 10, 64 << 20);
   EXPECT_GT(l1, 0.1);

@@ -1,11 +1,13 @@
 // Kernel: loop nest + per-stride-class compiled variants + the launcher (binding sizes, merging axes, scheduling).
 #include "autofuse/codegen/kernel.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "autofuse/codegen/cpu/emit.h"
 #include "autofuse/codegen/cpu/jit.h"
 #include "autofuse/schedule/schedule.h"
+#include "autofuse/tiling/launch.h"
 
 namespace autofuse {
 
@@ -31,6 +33,7 @@ Kernel::Kernel(const Graph& g, LoopNest nest) : graph_(g), nest_(std::move(nest)
   name_ = g.name();
   func_ = "af_" + sanitize(g.name());
   lanes_ = jit_lanes();
+  tiling_ = TilingFunction(graph_, nest_, lanes_);
 }
 
 std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
@@ -154,23 +157,37 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     d.strides.push_back(std::move(st));
     d.varies.push_back(vp.varies);
   }
+  // A kept axis of size 0 with outputs that do not vary along it (and so still have elements): run that axis once,
+  // pointing every empty operand at a zeroed scratch with zero strides. Only values that vary along the axis read
+  // those operands, and they only feed the empty outputs. Reduced axes of size 0 need nothing: their loops are empty.
+  static thread_local std::vector<int64_t> scratch(256, 0);
+  bool empty_kept_axis = false;
+  for (int a = 0; a < r; ++a)
+    if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0) empty_kept_axis = true;
+  if (empty_kept_axis) {
+    bool any_output = false;
+    for (const HostTensor& t : outputs) any_output = any_output || t.numel() > 0;
+    if (!any_output) return;
+    for (int a = 0; a < r; ++a)
+      if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0) d.sizes[static_cast<size_t>(a)] = 1;
+    for (size_t k = 0; k < nops; ++k) {
+      const HostTensor& t = k < ni ? inputs[k] : outputs[k - ni];
+      if (t.numel() != 0) continue;
+      std::fill(scratch.begin(), scratch.end(), 0);
+      data[k] = scratch.data();
+      std::fill(d.strides[k].begin(), d.strides[k].end(), 0);
+    }
+  }
   merge_axes(nest_, d);
   const int v = nest_.vec_axis();
   std::vector<bool> unit(nops, true);
   for (size_t k = 0; k < nops; ++k)
     if (d.varies[k][static_cast<size_t>(v)])
       unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
-  Schedule s = choose_schedule(nest_, d.sizes, lanes_);
-  if (s.rows <= 0) return;
+  const TilingDecision dec = tiling_.decide(d.sizes);
+  if (dec.pick().schedule.rows <= 0) return;
   auto var = variant(unit);
-  std::vector<int64_t> flat(nops * static_cast<size_t>(r));
-  for (size_t k = 0; k < nops; ++k)
-    for (int a = 0; a < r; ++a) flat[k * static_cast<size_t>(r) + static_cast<size_t>(a)] = d.strides[k][static_cast<size_t>(a)];
-  KernelFn fn = var->fn;
-  const int64_t* sz = d.sizes.data();
-  const int64_t* stp = flat.data();
-  void* const* dp = data.data();
-  jit_parallel_for(s.rows, s.grain, [&](int64_t b0, int64_t b1) { fn(sz, stp, dp, b0, b1, s.vblock, s.blk); });
+  launch_tiled(graph_, nest_, var->fn, d, data, dec.pick());
 }
 
 }  // namespace autofuse

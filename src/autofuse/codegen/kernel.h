@@ -12,6 +12,7 @@
 #include "autofuse/ir/graph.h"
 #include "autofuse/ir/tensor.h"
 #include "autofuse/schedule/loop_nest.h"
+#include "autofuse/tiling/tiling_function.h"
 
 namespace autofuse {
 
@@ -45,6 +46,8 @@ class Kernel {
   int lanes() const { return lanes_; }
   /// Number of variants compiled so far (one per stride class seen).
   size_t num_variants() const;
+  /// The launch-time tiling function (tiling/): candidates and choice per call.
+  const TilingFunction& tiling() const { return tiling_; }
 
  private:
   struct Variant;
@@ -58,6 +61,7 @@ class Kernel {
   std::string func_;
   int lanes_ = 16;
   std::string source_;
+  TilingFunction tiling_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<bool>, std::shared_ptr<const Variant>> variants_;
 };

@@ -29,6 +29,7 @@ class Lexer {
 
   std::vector<Token> run() {
     std::vector<Token> out;
+    if (src_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;  // a UTF-8 byte-order mark some editors write
     for (;;) {
       skip_space();
       Token t;

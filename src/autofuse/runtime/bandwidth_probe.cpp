@@ -16,34 +16,35 @@ namespace {
 volatile int64_t g_sink;
 
 // The stream kernels, once per vector width. Each works on whole vectors (callers pass multiples of 256 bytes).
-// Four independent accumulators keep the read loop limited by loads, not by add latency. The copy adds a zero the
-// compiler cannot see, so it is not turned into a memcpy call (glibc's uses non-temporal stores, which kernels do not).
-#define AF_DEFINE_STREAMS(SUFFIX, BYTES, TARGET)                                              \
-  typedef long long v##SUFFIX __attribute__((vector_size(BYTES), may_alias));                \
-  TARGET int64_t read_##SUFFIX(const void* p, int64_t bytes) {                               \
-    const v##SUFFIX* a = static_cast<const v##SUFFIX*>(p);                                   \
-    v##SUFFIX s0 = {}, s1 = {}, s2 = {}, s3 = {};                                            \
-    for (int64_t i = 0, n = bytes / BYTES; i + 4 <= n; i += 4) {                             \
-      s0 += a[i];                                                                            \
-      s1 += a[i + 1];                                                                        \
-      s2 += a[i + 2];                                                                        \
-      s3 += a[i + 3];                                                                        \
-    }                                                                                        \
-    v##SUFFIX s = s0 + s1 + s2 + s3;                                                         \
-    int64_t r = 0;                                                                           \
-    for (int i = 0; i < BYTES / 8; ++i) r += s[i];                                           \
-    return r;                                                                                \
-  }                                                                                          \
-  TARGET void write_##SUFFIX(void* p, int64_t bytes, int64_t seed) {                         \
-    v##SUFFIX* a = static_cast<v##SUFFIX*>(p);                                               \
-    v##SUFFIX v = {};                                                                        \
-    v += seed;                                                                               \
-    for (int64_t i = 0, n = bytes / BYTES; i < n; ++i) a[i] = v;                             \
-  }                                                                                          \
-  TARGET void copy_##SUFFIX(void* d, const void* s, int64_t bytes, int64_t zero) {           \
-    v##SUFFIX* dst = static_cast<v##SUFFIX*>(d);                                             \
-    const v##SUFFIX* src = static_cast<const v##SUFFIX*>(s);                                 \
-    for (int64_t i = 0, n = bytes / BYTES; i < n; ++i) dst[i] = src[i] + zero;               \
+// Unsigned lanes: the read sum wraps (its value is irrelevant) without undefined behaviour. Four accumulators keep
+// the read loop limited by loads, not by add latency. The copy adds a zero the compiler cannot see, so it is not turned
+// into a memcpy call (glibc's uses non-temporal stores, which kernels do not).
+#define AF_DEFINE_STREAMS(SUFFIX, BYTES, TARGET)                                                   \
+  typedef unsigned long long v##SUFFIX __attribute__((vector_size(BYTES), may_alias));             \
+  TARGET int64_t read_##SUFFIX(const void* p, int64_t bytes) {                                     \
+    const v##SUFFIX* a = static_cast<const v##SUFFIX*>(p);                                         \
+    v##SUFFIX s0 = {}, s1 = {}, s2 = {}, s3 = {};                                                  \
+    for (int64_t i = 0, n = bytes / BYTES; i + 4 <= n; i += 4) {                                   \
+      s0 += a[i];                                                                                  \
+      s1 += a[i + 1];                                                                              \
+      s2 += a[i + 2];                                                                              \
+      s3 += a[i + 3];                                                                              \
+    }                                                                                              \
+    v##SUFFIX s = s0 + s1 + s2 + s3;                                                               \
+    uint64_t r = 0;                                                                                \
+    for (int i = 0; i < BYTES / 8; ++i) r += s[i];                                                 \
+    return int64_t(r);                                                                             \
+  }                                                                                                \
+  TARGET void write_##SUFFIX(void* p, int64_t bytes, int64_t seed) {                               \
+    v##SUFFIX* a = static_cast<v##SUFFIX*>(p);                                                     \
+    v##SUFFIX v = {};                                                                              \
+    v += (unsigned long long)seed;                                                                 \
+    for (int64_t i = 0, n = bytes / BYTES; i < n; ++i) a[i] = v;                                   \
+  }                                                                                                \
+  TARGET void copy_##SUFFIX(void* d, const void* s, int64_t bytes, int64_t zero) {                 \
+    v##SUFFIX* dst = static_cast<v##SUFFIX*>(d);                                                   \
+    const v##SUFFIX* src = static_cast<const v##SUFFIX*>(s);                                       \
+    for (int64_t i = 0, n = bytes / BYTES; i < n; ++i) dst[i] = src[i] + (unsigned long long)zero; \
   }
 
 AF_DEFINE_STREAMS(512, 64, __attribute__((target("avx512f"))))
@@ -135,9 +136,9 @@ double measure_cache_read_gbps(int64_t bytes, int64_t total_bytes) {
   double best = 0;
   for (int r = 0; r < 3; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    int64_t acc = 0;
-    for (int64_t i = 0; i < passes; ++i) acc += k.read(a.get(), bytes);
-    g_sink = acc;
+    uint64_t acc = 0;  // wraps harmlessly
+    for (int64_t i = 0; i < passes; ++i) acc += uint64_t(k.read(a.get(), bytes));
+    g_sink = int64_t(acc);
     best = std::max(best, double(bytes) * double(passes) / seconds_since(t0) / 1e9);
   }
   return best;

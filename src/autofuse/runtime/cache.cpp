@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -126,8 +126,8 @@ std::string entry_dir_in(const std::string& dir, const std::string& key) {
 }
 
 std::string meta_text(const std::string& binary, const std::string& source_name) {
-  return "size " + std::to_string(binary.size()) + "\nchecksum " + std::to_string(checksum64(binary)) +
-         "\nsource " + source_name + "\n";
+  return "size " + std::to_string(binary.size()) + "\nchecksum " + std::to_string(checksum64(binary)) + "\nsource " +
+         source_name + "\n";
 }
 
 /// True if entry/kernel.so matches the size and checksum recorded in entry/meta.
@@ -143,8 +143,7 @@ bool verify_entry(const std::string& entry) {
 /// On failure the source is moved to v1/failed/ and CompileError names it.
 std::string build_in_temp(const std::string& source, const std::string& hint, const std::string& key,
                           const std::string& include_dir) {
-  std::string tmp = cache_subdir(std::string(kLayout) + "/tmp") + "/build-" + key.substr(0, 16) + "-" +
-                    unique_suffix();
+  std::string tmp = cache_subdir(std::string(kLayout) + "/tmp") + "/build-" + key.substr(0, 16) + "-" + unique_suffix();
   make_private_dirs(tmp);
   std::string src = tmp + "/" + hint + ".cpp";
   write_file(src, source);
@@ -154,8 +153,10 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
     run_compiler(src, tmp + "/kernel.so", includes);
   } catch (const CompileError& e) {
     std::string kept = cache_subdir(std::string(kLayout) + "/failed") + "/" + hint + "-" + key.substr(0, 16) + ".cpp";
-    if (::rename(src.c_str(), kept.c_str()) != 0) kept = src;
-    else remove_tree(tmp);
+    if (::rename(src.c_str(), kept.c_str()) != 0)
+      kept = src;
+    else
+      remove_tree(tmp);
     throw CompileError("kernel '" + hint + "' failed to compile", e.compiler_output(), kept, e.command());
   }
   return tmp;
@@ -208,8 +209,8 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
 }
 
 /// AUTOFUSE_FORCE_DISABLE_CACHES: compile into a temporary directory, load, and delete the files.
-std::shared_ptr<Module> compile_uncached(const std::string& source, const std::string& hint,
-                                         const std::string& key, const std::string& include_dir) {
+std::shared_ptr<Module> compile_uncached(const std::string& source, const std::string& hint, const std::string& key,
+                                         const std::string& include_dir) {
   std::string tmp = build_in_temp(source, hint, key, include_dir);
   ++g_compiles;
   // A unique file name: dlopen would return an already loaded object of the same path.
@@ -308,8 +309,10 @@ void clear_memory_cache() {
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto it = g_loaded.begin(); it != g_loaded.end();) {
     // Entries still being compiled stay, so their waiters are not orphaned.
-    if (it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready) it = g_loaded.erase(it);
-    else ++it;
+    if (it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+      it = g_loaded.erase(it);
+    else
+      ++it;
   }
 }
 

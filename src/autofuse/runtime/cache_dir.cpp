@@ -108,7 +108,8 @@ void write_file(const std::string& path, const std::string& content) {
 std::string unique_suffix() {
   static std::atomic<uint64_t> counter{0};
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-" + std::to_string(rng() % 1000000);
+  return std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-" +
+         std::to_string(rng() % 1000000);
 }
 
 }  // namespace autofuse

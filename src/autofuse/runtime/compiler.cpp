@@ -54,8 +54,7 @@ std::string find_in_path(const std::string& name) {
 CompileError::CompileError(const std::string& summary, std::string compiler_output, std::string source_path,
                            std::string command)
     : std::runtime_error(summary + "\n  command: " + command + "\n  source kept at: " +
-                         (source_path.empty() ? "(none)" : source_path) + "\n  compiler output:\n" +
-                         compiler_output),
+                         (source_path.empty() ? "(none)" : source_path) + "\n  compiler output:\n" + compiler_output),
       compiler_output_(std::move(compiler_output)),
       source_path_(std::move(source_path)),
       command_(std::move(command)) {}
@@ -114,8 +113,7 @@ const CompilerInfo& compiler_info() {
   if (info.command.empty()) info.command.push_back("g++");
   info.path = find_in_path(info.command[0]);
   if (info.path.empty()) {
-    throw CompileError("C++ compiler '" + info.command[0] + "' not found in PATH (set CXX to choose one)", "", "",
-                       cxx);
+    throw CompileError("C++ compiler '" + info.command[0] + "' not found in PATH (set CXX to choose one)", "", "", cxx);
   }
   info.command[0] = info.path;
   std::vector<std::string> argv = info.command;
@@ -155,7 +153,8 @@ std::string kernel_header_source_dir() {
 #endif
   // This file is src/autofuse/runtime/compiler.cpp; CMake passes it by absolute path, so __FILE__ locates the tree.
   std::string self = __FILE__;
-  if (auto pos = self.rfind("/runtime/compiler.cpp"); pos != std::string::npos) candidates.push_back(self.substr(0, pos));
+  if (auto pos = self.rfind("/runtime/compiler.cpp"); pos != std::string::npos)
+    candidates.push_back(self.substr(0, pos));
   // An installed Python package ships the headers in autofuse/include/kernel_support, next to the extension.
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&kernel_header_source_dir), &info) != 0 && info.dli_fname != nullptr) {

@@ -11,8 +11,7 @@ namespace autofuse {
 /// the path of the kept source, and the compiler's output; the parts are also available separately.
 class CompileError : public std::runtime_error {
  public:
-  CompileError(const std::string& summary, std::string compiler_output, std::string source_path,
-               std::string command);
+  CompileError(const std::string& summary, std::string compiler_output, std::string source_path, std::string command);
   /// Everything the compiler printed (stdout and stderr interleaved).
   const std::string& compiler_output() const { return compiler_output_; }
   /// Where the failing source was kept for inspection ("" if it was never written).

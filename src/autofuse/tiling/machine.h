@@ -10,21 +10,21 @@ namespace autofuse {
 /// Parameters of the host. Sizes in bytes; bandwidths in GB/s (1e9 bytes/s, bytes as the program counts them:
 /// a copy of N bytes counts 2N). Bandwidth fields are 0 when not measured.
 struct MachineInfo {
-  std::string cpu_model;       ///< /proc/cpuinfo "model name"
-  int logical_cpus = 1;        ///< CPUs this process may run on (sched_getaffinity)
-  int physical_cores = 1;      ///< distinct (package, core) pairs among them (sysfs topology)
-  int64_t l1d_bytes = 0;       ///< L1 data cache of one core
-  int64_t l2_bytes = 0;        ///< L2 of one core (or of the cores sharing it)
-  int64_t l3_bytes = 0;        ///< last-level cache, total as the OS reports it
+  std::string cpu_model;   ///< /proc/cpuinfo "model name"
+  int logical_cpus = 1;    ///< CPUs this process may run on (sched_getaffinity)
+  int physical_cores = 1;  ///< distinct (package, core) pairs among them (sysfs topology)
+  int64_t l1d_bytes = 0;   ///< L1 data cache of one core
+  int64_t l2_bytes = 0;    ///< L2 of one core (or of the cores sharing it)
+  int64_t l3_bytes = 0;    ///< last-level cache, total as the OS reports it
   int64_t cache_line_bytes = 64;
-  std::string isa;             ///< host_isa(): "avx512", "avx2" or "scalar"
-  int simd_bytes = 16;         ///< vector register width of that ISA
-  int probe_threads = 0;       ///< threads used by the DRAM probe
-  double read_gbps = 0;        ///< DRAM stream read, all probe threads
-  double write_gbps = 0;       ///< DRAM stream write (regular stores)
-  double copy_gbps = 0;        ///< DRAM copy (read + write counted)
-  double l1_read_gbps = 0;     ///< one core reading a buffer of half the L1
-  double l2_read_gbps = 0;     ///< one core reading a buffer of half the L2
+  std::string isa;               ///< host_isa(): "avx512", "avx2" or "scalar"
+  int simd_bytes = 16;           ///< vector register width of that ISA
+  int probe_threads = 0;         ///< threads used by the DRAM probe
+  double read_gbps = 0;          ///< DRAM stream read, all probe threads
+  double write_gbps = 0;         ///< DRAM stream write (regular stores)
+  double copy_gbps = 0;          ///< DRAM copy (read + write counted)
+  double l1_read_gbps = 0;       ///< one core reading a buffer of half the L1
+  double l2_read_gbps = 0;       ///< one core reading a buffer of half the L2
   std::string bandwidth_source;  ///< "probe", "cache <path>", or "not measured"
 };
 

@@ -1,0 +1,232 @@
+// The per-kernel tiling function: candidate enumeration, estimates, choice, compile-time folding, debug log.
+#include "autofuse/tiling/tiling_function.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+
+#include "autofuse/runtime/thread_pool.h"
+#include "autofuse/tiling/machine.h"
+
+namespace autofuse {
+namespace {
+
+thread_local std::optional<TilingKind> g_forced;
+
+bool debug_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("AUTOFUSE_DEBUG");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+bool is_transcendental(std::string_view op) {
+  static const char* const names[] = {"exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "sigmoid", "erf",
+                                      "sin", "cos", "tan", "pow", "gelu", "silu", "atan", "asin", "acos", "sinh",
+                                      "cosh", "softplus", "erfc", "lgamma"};
+  for (const char* n : names)
+    if (op == n) return true;
+  return false;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+}  // namespace
+
+const char* tiling_kind_name(TilingKind k) {
+  switch (k) {
+    case TilingKind::Rows: return "rows";
+    case TilingKind::NarrowRows: return "narrow-rows";
+    case TilingKind::Split: return "split";
+  }
+  return "?";
+}
+
+std::string TilingDecision::describe() const {
+  std::ostringstream o;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const TilingCandidate& c = candidates[i];
+    o << (i ? "; " : "") << (i == chosen ? "*" : "") << tiling_kind_name(c.kind) << "(rows " << c.schedule.rows
+      << ", vblock " << c.schedule.vblock << ", grain " << c.schedule.grain;
+    if (c.kind == TilingKind::Split) o << ", axis " << c.split_axis << " x" << c.splits;
+    o << ") ~" << static_cast<int64_t>(c.est_ns) << " ns";
+  }
+  if (folded) o << " [folded]";
+  return o.str();
+}
+
+std::optional<TilingKind> force_tiling_kind(std::optional<TilingKind> k) {
+  auto prev = g_forced;
+  g_forced = k;
+  return prev;
+}
+
+TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) : nest_(&nest), lanes_(lanes) {
+  // Per-element facts of the graph.
+  in_bytes_ = 0;
+  out_bytes_ = 0;
+  kept_out_bytes_ = 0;
+  ops_ = 0;
+  transcendentals_ = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& nd = g.node(static_cast<ValueId>(i));
+    const ValuePlacement& vp = nest.values[i];
+    if (nd.op == OpKind::Input) {
+      if (!vp.kept) in_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+      continue;
+    }
+    if (vp.kept) continue;
+    ops_ += 1;
+    if (is_transcendental(nd.info().name)) transcendentals_ += 1;
+  }
+  for (ValueId o : g.outputs()) {
+    const Node& nd = g.node(o);
+    if (nest.values[static_cast<size_t>(o)].kept) kept_out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+    else out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+  }
+  ops_ = std::max(1.0, ops_);
+  if (in_bytes_ <= 0) in_bytes_ = 1;
+  // Passes per row, as the emitter counts them.
+  passes_ = nest.num_stages;
+  for (ValueId o : g.outputs())
+    if (!nest.values[static_cast<size_t>(o)].kept) passes_ = std::max(passes_, nest.values[static_cast<size_t>(o)].stage + 1);
+  passes_ = std::max(passes_, 1);
+  // Split needs every output to be a float reduction whose partials combine by sum, weighted sum or min/max.
+  splittable_ = !nest.reduce_axes().empty() && nest.num_stages == 1 && nest.iotas.empty() && !g.outputs().empty();
+  for (ValueId o : g.outputs()) {
+    const Node& nd = g.node(o);
+    const bool ok_op = nd.op == OpKind::Sum || nd.op == OpKind::Mean || nd.op == OpKind::Amax || nd.op == OpKind::Amin;
+    if (!ok_op || !is_float(nd.dtype) || !nest.values[static_cast<size_t>(o)].kept) splittable_ = false;
+  }
+  params_ = CostParams::from_machine(machine_info(), get_num_threads(), lanes);
+  // Compile-time folding: a static domain merged as contiguous operands would merge it.
+  bool is_static = true;
+  std::vector<int64_t> sizes;
+  for (const Expr& e : nest.domain) {
+    auto c = e.as_const();
+    if (!c) { is_static = false; break; }
+    sizes.push_back(*c);
+  }
+  if (is_static) {
+    LaunchDomain d;
+    d.sizes = sizes;
+    auto add = [&](const std::vector<bool>& varies) {
+      std::vector<int64_t> st(sizes.size(), 0);
+      int64_t stride = 1;
+      for (size_t a = sizes.size(); a-- > 0;)
+        if (varies[a]) { st[a] = stride; stride *= sizes[a]; }
+      d.strides.push_back(st);
+      d.varies.push_back(varies);
+    };
+    for (ValueId op : nest.operands) add(nest.values[static_cast<size_t>(op)].varies);
+    for (ValueId it : nest.iotas) add(nest.values[static_cast<size_t>(it)].varies);
+    merge_axes(nest, d);
+    folded_sizes_ = d.sizes;
+    folded_threads_ = params_.threads;
+    folded_ = decide_uncached(folded_sizes_, params_);
+    folded_->folded = true;
+    if (debug_enabled())
+      std::fprintf(stderr, "[autofuse tiling] %s: folded at compile time: %s\n", g.name().c_str(),
+                   folded_->describe().c_str());
+  }
+}
+
+WorkShape TilingFunction::work_shape(const std::vector<int64_t>& sizes, const Schedule& s) const {
+  const LoopNest& n = *nest_;
+  WorkShape w;
+  int64_t rsize = 1;
+  for (int a = 0; a < n.rank; ++a)
+    if (n.is_reduce[static_cast<size_t>(a)]) rsize *= sizes[static_cast<size_t>(a)];
+  w.rows = s.rows;
+  w.reduce_extent = rsize;
+  w.inner_reduction = n.inner_reduction;
+  w.row_elems = n.inner_reduction ? rsize : rsize * s.vblock;
+  w.passes = passes_;
+  w.in_bytes = in_bytes_;
+  w.out_bytes = out_bytes_;
+  w.ops = ops_;
+  w.transcendentals = transcendentals_;
+  return w;
+}
+
+TilingDecision TilingFunction::decide(const std::vector<int64_t>& sizes) const {
+  const int threads = get_num_threads();
+  if (folded_ && threads == folded_threads_ && sizes == folded_sizes_ && !g_forced) return *folded_;
+  CostParams p = params_;
+  p.threads = threads;
+  TilingDecision d = decide_uncached(sizes, p);
+  if (debug_enabled()) {
+    std::ostringstream o;
+    for (size_t i = 0; i < sizes.size(); ++i) o << (i ? "," : "") << sizes[i];
+    std::fprintf(stderr, "[autofuse tiling] sizes [%s], %d threads: %s\n", o.str().c_str(), threads,
+                 d.describe().c_str());
+  }
+  return d;
+}
+
+TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const {
+  const LoopNest& n = *nest_;
+  TilingDecision d;
+  // Rows: the default schedule, parallel_for cutting it into at most `threads` chunks of >= grain rows.
+  {
+    TilingCandidate c;
+    c.kind = TilingKind::Rows;
+    c.schedule = choose_schedule(n, sizes, lanes_);
+    const int64_t tasks = std::min<int64_t>(p.threads, std::max<int64_t>(1, c.schedule.rows / std::max<int64_t>(1, c.schedule.grain)));
+    c.est_ns = estimate_rows_ns(work_shape(sizes, c.schedule), tasks, ceil_div(c.schedule.rows, tasks), p);
+    d.candidates.push_back(c);
+  }
+  const Schedule base = d.candidates[0].schedule;
+  if (base.rows <= 0) return d;
+  // NarrowRows: when the vector axis is kept and the default blocks leave threads idle.
+  if (!n.inner_reduction && base.rows < p.threads) {
+    const int64_t nv = sizes[static_cast<size_t>(n.vec_axis())];
+    TilingCandidate c;
+    c.kind = TilingKind::NarrowRows;
+    c.schedule = base;
+    c.schedule.vblock = lanes_;
+    c.schedule.rows = base.rows / ceil_div(nv, base.vblock) * ceil_div(nv, lanes_);
+    c.schedule.grain = 1;
+    if (c.schedule.rows > base.rows) {
+      const int64_t tasks = std::min<int64_t>(p.threads, c.schedule.rows);
+      c.est_ns = estimate_rows_ns(work_shape(sizes, c.schedule), tasks, ceil_div(c.schedule.rows, tasks), p);
+      d.candidates.push_back(c);
+    }
+  }
+  // Split: slice the longest reduce axis over the threads.
+  if (splittable_ && p.threads > 1) {
+    int ax = -1;
+    for (int a = 0; a < n.rank; ++a)
+      if (n.is_reduce[static_cast<size_t>(a)] && (ax < 0 || sizes[static_cast<size_t>(a)] > sizes[static_cast<size_t>(ax)]))
+        ax = a;
+    const int64_t extent = sizes[static_cast<size_t>(ax)];
+    const int64_t min_slice = (n.inner_reduction && ax == n.vec_axis()) ? 4 * lanes_ : 4;
+    const int64_t splits = std::min<int64_t>(p.threads, extent / min_slice);
+    if (splits >= 2) {
+      TilingCandidate c;
+      c.kind = TilingKind::Split;
+      c.split_axis = ax;
+      c.splits = splits;
+      std::vector<int64_t> slice = sizes;
+      slice[static_cast<size_t>(ax)] = ceil_div(extent, splits);
+      c.schedule = choose_schedule(n, slice, lanes_);
+      int64_t kept = 1;
+      for (int a = 0; a < n.rank; ++a)
+        if (!n.is_reduce[static_cast<size_t>(a)]) kept *= sizes[static_cast<size_t>(a)];
+      c.est_ns = estimate_split_ns(work_shape(sizes, base), splits, kept, kept_out_bytes_, p);
+      d.candidates.push_back(c);
+    }
+  }
+  // Choice: the lowest estimate; another kind must beat the default rows by 5% (the model's noise floor).
+  for (size_t i = 1; i < d.candidates.size(); ++i)
+    if (d.candidates[i].est_ns < 0.95 * d.candidates[d.chosen].est_ns) d.chosen = i;
+  if (g_forced)
+    for (size_t i = 0; i < d.candidates.size(); ++i)
+      if (d.candidates[i].kind == *g_forced) d.chosen = i;
+  return d;
+}
+
+}  // namespace autofuse

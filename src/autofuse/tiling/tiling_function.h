@@ -1,0 +1,84 @@
+// The tiling function of one kernel: from the merged launch sizes of a call, the candidate tilings and the chosen one
+// (cost_model.h). Built once per kernel; the per-graph facts (passes, bytes and operations per element, whether the
+// reduction can be split) are folded then, and for static shapes the decision itself, so a launch only evaluates a
+// few closed-form estimates (measured well under 1 us; `autofuse tiling-sweep` prints the figure).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autofuse/ir/graph.h"
+#include "autofuse/schedule/loop_nest.h"
+#include "autofuse/schedule/schedule.h"
+#include "autofuse/tiling/cost_model.h"
+
+namespace autofuse {
+
+/// The kinds of tiling a kernel call can use.
+enum class TilingKind {
+  Rows,        ///< the default row schedule: rows (kept index x vector block) split evenly over the threads
+  NarrowRows,  ///< vector-axis-kept kernels: one vector per row, so few kept outer indices still fill the threads
+  Split,       ///< two-phase split reduction: each thread reduces a slice of the reduced axis, then partials combine
+};
+
+/// "rows", "narrow-rows", "split".
+const char* tiling_kind_name(TilingKind k);
+
+/// One candidate for one call, with its estimate.
+struct TilingCandidate {
+  TilingKind kind = TilingKind::Rows;
+  Schedule schedule;       ///< rows / vblock / blk / grain of one kernel call (of one slice for Split)
+  int split_axis = -1;     ///< Split: the merged-domain reduce axis that is sliced
+  int64_t splits = 1;      ///< Split: number of slices (<= threads)
+  double est_ns = 0;       ///< cost_model estimate
+};
+
+/// A launch decision: the chosen candidate and all that were considered (chosen is an index into candidates).
+struct TilingDecision {
+  std::vector<TilingCandidate> candidates;
+  size_t chosen = 0;
+  bool folded = false;  ///< taken from the compile-time decision (static shapes)
+  const TilingCandidate& pick() const { return candidates[chosen]; }
+  std::string describe() const;  ///< one line: every candidate with its estimate, the chosen one marked
+};
+
+/// Forces a candidate kind on the calling thread (tests and the benchmark): decisions pick it when it applies,
+/// else fall back to the cost model's choice. nullopt restores the cost model. Returns the previous setting.
+std::optional<TilingKind> force_tiling_kind(std::optional<TilingKind> k);
+
+/// The per-kernel tiling function.
+class TilingFunction {
+ public:
+  TilingFunction() = default;
+  /// Fold the graph's facts; `lanes` is the generated code's f32 lane count. Uses machine_info() and
+  /// get_num_threads() (read at every decide(), since the thread count can change between calls).
+  TilingFunction(const Graph& g, const LoopNest& nest, int lanes);
+
+  /// Candidates and choice for the merged domain sizes of one call (schedule.h merge_axes). Constraints every
+  /// decision satisfies: schedule.rows = the row count of the sizes, 1 <= grain, lanes <= vblock (a multiple of
+  /// lanes) when the vector axis is kept, 1 <= splits <= threads and splits <= the sliced axis' extent.
+  TilingDecision decide(const std::vector<int64_t>& sizes) const;
+
+  /// Whether the graph allows the Split candidate (every output a float sum/mean/amax/amin of the only reduction
+  /// stage, no iota).
+  bool splittable() const { return splittable_; }
+  const CostParams& params() const { return params_; }
+
+ private:
+  TilingDecision decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const;
+  WorkShape work_shape(const std::vector<int64_t>& sizes, const Schedule& s) const;
+
+  const LoopNest* nest_ = nullptr;  // owned by the Kernel that owns this function
+  int lanes_ = 16;
+  bool splittable_ = false;
+  int passes_ = 1;
+  double in_bytes_ = 4, out_bytes_ = 0, ops_ = 1, transcendentals_ = 0, kept_out_bytes_ = 4;
+  CostParams params_;
+  std::vector<int64_t> folded_sizes_;  // the static domain (empty when dynamic)
+  std::optional<TilingDecision> folded_;
+  int folded_threads_ = 0;
+};
+
+}  // namespace autofuse
