@@ -9,8 +9,8 @@ with the tolerance policy of tests/conformance/compare.py (docs/precision.md).
 
 Cost control: one compiled chain is checked on ``VALUES_PER_CHAIN`` fresh value draws (no recompilation), so a case
 is (chain seed, value draw). ``AUTOFUSE_HARD_CASES`` sets the number of cases (default 240, ``make test``; 10000 for
-the long run), ``AUTOFUSE_HARD_SEED`` the base seed (printed; a failure names the case seed to replay with
-``AUTOFUSE_HARD_SEED=<seed> AUTOFUSE_HARD_CASES=<VALUES_PER_CHAIN>``).
+the long run), ``AUTOFUSE_HARD_SEED`` the base seed (printed; a failure names the chain seed to replay with
+``AUTOFUSE_HARD_SEED=<seed> AUTOFUSE_HARD_CASES=8``).
 """
 
 from __future__ import annotations
@@ -178,14 +178,16 @@ def _clone_like(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
-CHAINS = [BASE_SEED + i for i in range((CASES + VALUES_PER_CHAIN - 1) // VALUES_PER_CHAIN)]
+#: Chain indices (the test ids): the chain seed is BASE_SEED + index, so ids agree across pytest-xdist workers even
+#: though each worker draws its own BASE_SEED (every failure message names its seed).
+CHAINS = list(range((CASES + VALUES_PER_CHAIN - 1) // VALUES_PER_CHAIN))
 
 
 @native
-@pytest.mark.parametrize("chain_seed", CHAINS)
-def test_hard_chain(chain_seed, monkeypatch):
+@pytest.mark.parametrize("chain_index", CHAINS)
+def test_hard_chain(chain_index, monkeypatch):
     monkeypatch.setenv("AUTOFUSE_STRICT", "1")
-    chain = Chain(chain_seed)
+    chain = Chain(BASE_SEED + chain_index)
     fn = chain.fn()
     torch._dynamo.reset()
     n0 = len(backend.RECORDS)
