@@ -211,7 +211,8 @@ def test_hard_chain(chain_index, monkeypatch):
         if chain.dtype in compare.LOWP:
             # the same program in float64 on the same values: the reference fp16/bf16 results are judged against
             ref = fn(*[_clone_like(a).double() for a in args]) if chain.tail != "argmax" else None
-        compare.assert_same(got, want, ref, what=what, tol_scale=64.0)
+        # amax of -0.0 and +0.0: which zero eager returns depends on its reduction order (not a defined result)
+        compare.assert_same(got, want, ref, what=what, tol_scale=64.0, signed_zeros=chain.tail != "amax")
         compare.assert_same(ours_args, eager_args, None, what=f"{what} (inputs after the call)", tol_scale=64.0)
     records = backend.RECORDS[n0:]
     assert records, f"{chain.describe()}: the autofuse backend never ran"
