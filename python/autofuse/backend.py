@@ -209,24 +209,29 @@ def _example_bindings(lg: LoweredGraph, example_inputs) -> Dict[str, int]:
     return out
 
 
-_threads_set = False
+#: The thread count last given to the kernel launcher (0: not yet), compared with torch's on each graph call.
+_THREADS = [0]
 
 
-def _sync_threads() -> None:
-    """Give the kernel launcher as many threads as torch uses (once per process), so the two pools do not fight."""
-    global _threads_set
-    if _threads_set:
+def sync_threads() -> None:
+    """Give the kernel launcher as many threads as torch uses, so the two pools do not oversubscribe the cores.
+
+    Called when a graph is compiled and by every compiled graph's entry; it calls into the runtime only when
+    ``torch.get_num_threads()`` differs from the value last set (one integer comparison otherwise, never per launch).
+    """
+    n = torch.get_num_threads()
+    if n == _THREADS[0]:
         return
-    _threads_set = True
     core = _load_core()
     if core is not None and hasattr(core, "set_num_threads"):
-        core.set_num_threads(torch.get_num_threads())
+        core.set_num_threads(n)
+    _THREADS[0] = n
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inference") -> Callable:
     """Compile one functional ATen FX graph into a boxed callable (``fn(list_of_args) -> list``)."""
     t0 = time.perf_counter()
-    _sync_threads()
+    sync_threads()
     record = GraphRecord(name=f"graph{next(_counter)}_{kind}", kind=kind, gm=gm)
     RECORDS.append(record)
     try:
@@ -250,7 +255,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
 
     maybe_dump(record)
 
+    threads, get_threads = _THREADS, torch.get_num_threads
+
     def run(args):
+        if get_threads() != threads[0]:
+            sync_threads()
         out = fn(args)
         args.clear()
         return out

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import torch.fx
 
+from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 
@@ -89,7 +90,8 @@ class _Emitter:
     def __init__(self, lg: LoweredGraph) -> None:
         self.lg = lg
         self.lines: List[str] = []
-        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES}
+        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PE": profile.enabled,
+                                        "PL": profile.launch}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -189,7 +191,10 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             outs = ", ".join(f"v{o}" for o in st.outputs)
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
-            L.append(f"    {fn}([{ins}], [{outs}]{extra})  # {st.name}")
+            # profiling hook (bench/README.md): one global read per launch when profiling is off
+            kname = repr(str(getattr(st.kernel, "name", "") or st.name))
+            L.append(f"    {fn}([{ins}], [{outs}]{extra}) if not PE() else "
+                     f"PL({kname}, {fn}, [{ins}], [{outs}]{extra})  # {st.name}")
             L.append("    LAUNCHES[0] += 1")
         elif st.kind == "host":
             fn = e.const(st.run, "H")
