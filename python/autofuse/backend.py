@@ -90,7 +90,7 @@ def simple_partition(lg: LoweredGraph) -> List[Step]:
     for i, n in enumerate(lg.nodes):
         for j in n.inputs:
             users.setdefault(j, []).append(i)
-    graph_outs = {v for k, v in lg.outputs if k == "node"}
+    graph_outs = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
     run: List[int] = []
 
     def close():
@@ -140,8 +140,13 @@ def plan(lg: LoweredGraph, record: GraphRecord) -> List[Step]:
     Native: fusion groups from ``_core.fuse``, kernels from ``_core.Kernel``. Without the kernel compiler the fusion
     groups run on a stand-in (mode "fused-reference"); without fusion, maximal runs of IR nodes between ATen calls do
     (mode "reference"). AUTOFUSE_STANDIN=interp makes the stand-in the C++ interpreter instead of eager torch.
+    Raises RuntimeError under AUTOFUSE_STRICT=1 when the kernel compiler is missing (no stand-in in strict mode).
     """
     interp = os.environ.get("AUTOFUSE_STANDIN") == "interp"
+    if strict() and not has_native_kernels():
+        # a stand-in must never pass for compiled kernels in tests: AUTOFUSE_STRICT=1 makes its absence an error
+        raise RuntimeError("autofuse: AUTOFUSE_STRICT=1 but the native kernel path is missing (autofuse._core lacks "
+                           "fuse or Kernel.compile); the stand-in evaluators are not allowed in strict mode")
     if has_fusion():
         from .native import plan_native
 

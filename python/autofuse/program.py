@@ -148,7 +148,7 @@ def _step_reads(lg: LoweredGraph, st: Step) -> List[int]:
 
 def _last_uses(lg: LoweredGraph, steps: List[Step]) -> Dict[int, List[int]]:
     """step index -> program variables whose last reader is that step (graph outputs and inputs excluded)."""
-    keep = {v for k, v in lg.outputs if k == "node"}
+    keep = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
     last: Dict[int, int] = {}
     for k, st in enumerate(steps):
         for v in _step_reads(lg, st):
@@ -225,6 +225,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
                 fn = e.const(fx.target, "E")
                 L.append(f"    v{v} = {fn}({', '.join(args)})  # {fx.name}")
+    for dst, src in lg.mutations:  # input mutations (functionalization's copy_ into an argument), in graph order
+        L.append(f"    v{dst}.copy_(v{src})")
     outs = []
     for kind, v in lg.outputs:
         if kind == "node":
