@@ -24,13 +24,13 @@ CLANG_FORMAT ?= clang-format
 FORMAT_FILES = $(shell git ls-files '*.h' '*.cpp')
 
 .PHONY: all setup build build-asan dev-install test test-cpp test-asan test-python demo fuzz fuzz-kernels \
-        conformance bench format format-check clean help
+        conformance hard-inputs bench format format-check clean help
 
 all: build
 
 help:
 	@echo "make demo | test | setup | build | build-asan | test-cpp | test-asan | test-python | fuzz | fuzz-kernels"
-	@echo "     conformance | bench | format | format-check | clean"
+	@echo "     conformance | hard-inputs | bench | format | format-check | clean"
 
 # Debian packages and the project-local .venv; a no-op of a fraction of a second once done (stamp keyed by the script).
 setup:
@@ -74,7 +74,7 @@ test-asan:
 PYTEST_PAR = $$($(PY) -c 'import xdist' 2>/dev/null && echo "-n $(JOBS)")
 
 test-python:
-	$(PY) -m pytest -q $(PYTEST_PAR) tests/python $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PYTEST_PAR) tests/python tests/conformance $(PYTEST_ARGS)
 
 demo: build
 	@if $(PY) -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("autofuse.demo") else 1)'; then \
@@ -97,7 +97,12 @@ fuzz-kernels: build
 
 conformance: build
 	@test -d tests/conformance || { echo "make conformance: tests/conformance/ is not written yet (conformance)"; exit 1; }
-	$(PY) -m pytest -q $(PYTEST_PAR) tests/conformance $(PYTEST_ARGS)
+	AUTOFUSE_CONFORMANCE=full $(PY) -m pytest -q $(PYTEST_PAR) tests/conformance $(PYTEST_ARGS)
+
+# The long run of the hard-input property suite (tests/python/test_hard_inputs.py): HARD_CASES cases, seed printed.
+HARD_CASES ?= 10000
+hard-inputs: build
+	AUTOFUSE_HARD_CASES=$(HARD_CASES) $(PY) -m pytest -q $(PYTEST_PAR) tests/python/test_hard_inputs.py $(PYTEST_ARGS)
 
 bench: build
 	@if $(PY) -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("autofuse.bench") else 1)'; then \

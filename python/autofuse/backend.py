@@ -90,7 +90,7 @@ def simple_partition(lg: LoweredGraph) -> List[Step]:
     for i, n in enumerate(lg.nodes):
         for j in n.inputs:
             users.setdefault(j, []).append(i)
-    graph_outs = {v for k, v in lg.outputs if k == "node"}
+    graph_outs = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
     run: List[int] = []
 
     def close():
@@ -140,8 +140,13 @@ def plan(lg: LoweredGraph, record: GraphRecord) -> List[Step]:
     Native: fusion groups from ``_core.fuse``, kernels from ``_core.Kernel``. Without the kernel compiler the fusion
     groups run on a stand-in (mode "fused-reference"); without fusion, maximal runs of IR nodes between ATen calls do
     (mode "reference"). AUTOFUSE_STANDIN=interp makes the stand-in the C++ interpreter instead of eager torch.
+    Raises RuntimeError under AUTOFUSE_STRICT=1 when the kernel compiler is missing (no stand-in in strict mode).
     """
     interp = os.environ.get("AUTOFUSE_STANDIN") == "interp"
+    if strict() and not has_native_kernels():
+        # a stand-in must never pass for compiled kernels in tests: AUTOFUSE_STRICT=1 makes its absence an error
+        raise RuntimeError("autofuse: AUTOFUSE_STRICT=1 but the native kernel path is missing (autofuse._core lacks "
+                           "fuse or Kernel.compile); the stand-in evaluators are not allowed in strict mode")
     if has_fusion():
         from .native import plan_native
 
@@ -204,24 +209,29 @@ def _example_bindings(lg: LoweredGraph, example_inputs) -> Dict[str, int]:
     return out
 
 
-_threads_set = False
+#: The thread count last given to the kernel launcher (0: not yet), compared with torch's on each graph call.
+_THREADS = [0]
 
 
-def _sync_threads() -> None:
-    """Give the kernel launcher as many threads as torch uses (once per process), so the two pools do not fight."""
-    global _threads_set
-    if _threads_set:
+def sync_threads() -> None:
+    """Give the kernel launcher as many threads as torch uses, so the two pools do not oversubscribe the cores.
+
+    Called when a graph is compiled and by every compiled graph's entry; it calls into the runtime only when
+    ``torch.get_num_threads()`` differs from the value last set (one integer comparison otherwise, never per launch).
+    """
+    n = torch.get_num_threads()
+    if n == _THREADS[0]:
         return
-    _threads_set = True
     core = _load_core()
     if core is not None and hasattr(core, "set_num_threads"):
-        core.set_num_threads(torch.get_num_threads())
+        core.set_num_threads(n)
+    _THREADS[0] = n
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inference") -> Callable:
     """Compile one functional ATen FX graph into a boxed callable (``fn(list_of_args) -> list``)."""
     t0 = time.perf_counter()
-    _sync_threads()
+    sync_threads()
     record = GraphRecord(name=f"graph{next(_counter)}_{kind}", kind=kind, gm=gm)
     RECORDS.append(record)
     try:
@@ -245,7 +255,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
 
     maybe_dump(record)
 
+    threads, get_threads = _THREADS, torch.get_num_threads
+
     def run(args):
+        if get_threads() != threads[0]:
+            sync_threads()
         out = fn(args)
         args.clear()
         return out

@@ -78,6 +78,9 @@ class LoweredGraph:
     const_inputs: Dict[int, torch.Tensor] = field(default_factory=dict)
     #: FX node -> LNode index (or tuple of indices for multi-output lowerings)
     fx_value: Dict[torch.fx.Node, Any] = field(default_factory=dict)
+    #: input mutations kept by AOTAutograd (``copy_(arg, value)`` at the end of the graph): (input LNode, value LNode);
+    #: the value is computed like a graph output and the program copies it into the argument before returning
+    mutations: List[Tuple[int, int]] = field(default_factory=list)
 
     def ir_text(self) -> str:
         """A readable listing of the IR nodes (debug dumps; the C++ printer gives the canonical text)."""
@@ -314,6 +317,8 @@ class Lowerer:
                 return
             self._extern(node, None)
             return
+        if node.target is torch.ops.aten.copy_.default and self._mutation(node):
+            return
         fn = lookup_lowering(node.target)
         reason = None
         if fn is None:
@@ -329,6 +334,25 @@ class Lowerer:
             except (Unsupported, UnsupportedSize) as e:
                 reason = str(e)
         self._extern(node, reason)
+
+    def _mutation(self, node: torch.fx.Node) -> bool:
+        """``copy_(placeholder, value)``: an input mutation (functionalization's write-back). Recorded in
+        ``mutations`` instead of becoming an extern node, which fusion would drop as dead code (the write was lost:
+        found by tests/python/test_hard_inputs.py). Returns False for other copies, which stay externs."""
+        dst, src = node.args[0], node.args[1]
+        if not isinstance(dst, torch.fx.Node) or dst.op != "placeholder" or not isinstance(src, torch.fx.Node):
+            return False
+        d, v = self.g.fx_value.get(dst), self.g.fx_value.get(src)
+        if not isinstance(d, int) or not isinstance(v, int):
+            return False
+        dn, vn = self.g.nodes[d], self.g.nodes[v]
+        if tuple(dn.shape) != tuple(vn.shape):
+            return False
+        if vn.dtype != dn.dtype:
+            v = self.cast(v, dn.dtype)
+        self.g.mutations.append((d, v))
+        self.g.fx_value[node] = d
+        return True
 
     def _check(self, node: torch.fx.Node, out):
         """Make the lowered value agree with torch's metadata for the node (dtype: cast; shape: adopt torch's)."""

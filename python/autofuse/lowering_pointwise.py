@@ -80,6 +80,23 @@ def _round(L: Lowerer, node) -> int:
     return _op(L, "round", [L.value(node.args[0])])
 
 
+@register(aten.round.decimals)
+def _round_decimals(L: Lowerer, node) -> int:
+    """round(x, decimals=d) as ATen's CPU kernel computes it, in the tensor's dtype: d >= 0: round(x * 10^d) / 10^d;
+    d < 0: round(x / 10^-d) * 10^-d."""
+    x = L.value(node.args[0])
+    dt = L.node(x).dtype
+    if not dt.is_floating_point:
+        raise Unsupported(f"round with decimals on {dt}")
+    d = int(node.kwargs.get("decimals", node.args[1] if len(node.args) > 1 else 0))
+    if d == 0:
+        return _op(L, "round", [x])
+    ten = L.constant(10.0 ** abs(d), dt)
+    if d > 0:
+        return _op(L, "div", [_op(L, "round", [_op(L, "mul", [x, ten])]), ten])
+    return _op(L, "mul", [_op(L, "round", [_op(L, "div", [x, ten])]), ten])
+
+
 # ---- binary -------------------------------------------------------------------------------------------------------
 
 _BINARY = {
@@ -99,8 +116,12 @@ def _binary_operands(L: Lowerer, node, a, b):
 
 @register(*_BINARY)
 def _binary(L: Lowerer, node) -> int:
-    dt, x, y = _binary_operands(L, node, node.args[0], node.args[1])
     op = _BINARY[node.target.overloadpacket]
+    if op == "mul":
+        a, b = node.args[0], node.args[1]
+        dt = _opmath(L.promote(a, b), a, b)
+        return _op(L, op, [L.operand(a, dt), L.operand(b, dt)])
+    dt, x, y = _binary_operands(L, node, node.args[0], node.args[1])
     if op == "atan2" and not dt.is_floating_point:
         dt = _out_dtype(node)
         x, y = L.cast(x, dt), L.cast(y, dt)
@@ -120,6 +141,22 @@ def _scaled(L: Lowerer, node, b, dt) -> int:
     if alpha != 1:
         y = _op(L, "mul", [y, L.constant(alpha, dt)])
     return y
+
+
+_LOWP = (torch.float16, torch.bfloat16)
+
+
+def _opmath(dt: torch.dtype, *args) -> torch.dtype:
+    """The dtype mul/div compute in: float32 when a float16/bfloat16 op has a Python-scalar operand.
+
+    Eager's CPU mul/div kernels keep such a scalar in float32 (ATen's ``opmath_type``) rather than rounding it to the
+    tensor's dtype, then round the result once; computing the node in float32 (the Lowerer casts it back to the node's
+    dtype) gives the same bits. add/sub round the scalar to the tensor's dtype in eager, so they do not use this
+    (both measured by tests/conformance/test_precision.py: ``x * 0.1`` in f16 differed by an ulp before).
+    """
+    if dt in _LOWP and any(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
+        return torch.float32
+    return dt
 
 
 @register(aten.add, aten.sub)
@@ -151,7 +188,7 @@ def _div(L: Lowerer, node) -> int:
     mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
     dt = L.promote(a, b)
     if mode is None:
-        dt = _out_dtype(node)  # integer / integer is true division in the default float type
+        dt = _opmath(_out_dtype(node), a, b)  # integer / integer is true division in the default float type
         return _op(L, "div", [L.operand(a, dt), L.operand(b, dt)])
     x, y = L.operand(a, dt), L.operand(b, dt)
     if mode == "floor":

@@ -25,9 +25,35 @@ def _axes(dims, rank: int):
     return out
 
 
+def _scalar_reduce(L: Lowerer, op: str, x: int, dtype, attrs) -> int:
+    """A reduction of a 0-d value (one element), which kernels do not support, as elementwise IR.
+
+    prod/amax/amin: ``x * 1`` (a fresh node keeping NaN and the sign of zero); sum/mean: ``x + 0`` (eager's
+    accumulator starts at +0, so the sum of -0.0 is +0.0); argmax/argmin: 0;
+    any/all: ``x != 0`` (NaN counts as true, as in eager); var with correction c: ``(x - x)^2 / (1 - c)`` (0 for c=0,
+    NaN for c=1 and for an infinite or NaN x, as eager's one-element variance).
+    """
+    xd = L.node(x).dtype
+    if op in ("argmax", "argmin"):
+        return L.constant(0, torch.int64)
+    if op in ("any", "all"):
+        return L.add("ne", [x, L.constant(0, xd)], {}, torch.bool, ())
+    if op == "var":
+        d = L.add("sub", [x, x], {}, xd, ())
+        sq = L.add("mul", [d, d], {}, xd, ())
+        return L.add("div", [sq, L.constant(1 - int(attrs["correction"]), xd)], {}, xd, ())
+    y = L.cast(x, dtype or xd)
+    yd = L.node(y).dtype
+    if op in ("sum", "mean") and yd != torch.bool:
+        return L.add("add", [y, L.constant(0, yd)], {}, yd, ())  # eager's accumulator starts at +0: sum(-0.0) = +0.0
+    return L.add("mul", [y, L.constant(1, yd)], {}, yd, ())
+
+
 def _reduce(L: Lowerer, op: str, x: int, axes, keepdim: bool, dtype=None, attrs=None) -> int:
     n = L.node(x)
     rank = len(n.shape)
+    if rank == 0:
+        return _scalar_reduce(L, op, x, dtype, attrs or {})
     all_axes = axes if axes else list(range(rank))
     if keepdim:
         shape = tuple(1 if i in all_axes else s for i, s in enumerate(n.shape))
@@ -101,6 +127,49 @@ def _argmax(L: Lowerer, node) -> int:
     keep = _arg(node, 2, "keepdim", False)
     op = "argmax" if node.target is aten.argmax.default else "argmin"
     return _reduce(L, op, x, _axes(dim, len(L.node(x).shape)), keep, dtype=torch.int64)
+
+
+@register(aten.max.default, aten.min.default)
+def _max_all(L: Lowerer, node) -> int:
+    """torch.max(x) / torch.min(x) without a dim: amax/amin over every axis."""
+    x = L.value(node.args[0])
+    return _reduce(L, "amax" if node.target is aten.max.default else "amin", x, [], False)
+
+
+@register(aten.linalg_vector_norm.default)
+def _vector_norm(L: Lowerer, node) -> int:
+    """linalg.vector_norm (what torch.norm decomposes to): ord 2 -> sqrt(sum(x*x)), inf/-inf -> amax/amin(|x|),
+    0 -> count of non-zeros, 1 -> sum(|x|), other p -> sum(|x|^p)^(1/p). ``dtype=`` casts the input first."""
+    x = _input(L, node)
+    dt = L.node(x).dtype
+    if not dt.is_floating_point:
+        raise Unsupported(f"vector_norm of {dt}")
+    ord_ = float(_arg(node, 1, "ord", 2))
+    axes = _axes(_arg(node, 2, "dim", None), len(L.node(x).shape))
+    keep = _arg(node, 3, "keepdim", False)
+    shape = L.node(x).shape
+    ax = L.add("abs", [x], {}, dt, shape)
+    if ord_ == float("inf"):
+        return _reduce(L, "amax", ax, axes, keep)
+    if ord_ == float("-inf"):
+        return _reduce(L, "amin", ax, axes, keep)
+    if ord_ == 0:
+        nz = L.add("cast", [L.add("ne", [x, L.constant(0, dt)], {}, torch.bool, shape)], {"dtype": _ir(dt)}, dt, shape)
+        return _reduce(L, "sum", nz, axes, keep)
+    if ord_ == 1:
+        return _reduce(L, "sum", ax, axes, keep)
+    if ord_ == 2:
+        s = _reduce(L, "sum", L.add("mul", [x, x], {}, dt, shape), axes, keep)
+        return L.add("sqrt", [s], {}, dt, L.node(s).shape)
+    p = L.add("pow", [ax, L.constant(ord_, dt)], {}, dt, shape)
+    s = _reduce(L, "sum", p, axes, keep)
+    return L.add("pow", [s, L.constant(1.0 / ord_, dt)], {}, dt, L.node(s).shape)
+
+
+def _ir(dt: torch.dtype) -> str:
+    from .lowering import DTYPE_TO_IR
+
+    return DTYPE_TO_IR[dt]
 
 
 @register(aten.max.dim, aten.min.dim)

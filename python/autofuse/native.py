@@ -50,6 +50,9 @@ def to_core(lg: LoweredGraph, core, name: str = "main") -> Tuple[Any, List[int]]
     for kind, v in lg.outputs:
         if kind == "node" and vid[v] not in outs:
             outs.append(vid[v])
+    for _, v in lg.mutations:  # values written back into mutated inputs are computed like outputs
+        if vid[v] not in outs and lg.nodes[v].op != "input":
+            outs.append(vid[v])
     g.set_outputs(outs)
     return g, vid
 

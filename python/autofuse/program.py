@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import torch.fx
 
+from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 
@@ -89,7 +90,8 @@ class _Emitter:
     def __init__(self, lg: LoweredGraph) -> None:
         self.lg = lg
         self.lines: List[str] = []
-        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES}
+        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PE": profile.enabled,
+                                        "PL": profile.launch}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -146,7 +148,7 @@ def _step_reads(lg: LoweredGraph, st: Step) -> List[int]:
 
 def _last_uses(lg: LoweredGraph, steps: List[Step]) -> Dict[int, List[int]]:
     """step index -> program variables whose last reader is that step (graph outputs and inputs excluded)."""
-    keep = {v for k, v in lg.outputs if k == "node"}
+    keep = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
     last: Dict[int, int] = {}
     for k, st in enumerate(steps):
         for v in _step_reads(lg, st):
@@ -161,6 +163,20 @@ def _last_uses(lg: LoweredGraph, steps: List[Step]) -> Dict[int, List[int]]:
 def shape_py(lg: LoweredGraph, shape) -> str:
     parts = [lg.symbols.py(s) for s in shape]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _profile_name(lg: LoweredGraph, st: Step, graph: str) -> str:
+    """The name a kernel step is profiled under: graph, group and its IR ops (``af_graph0.k1[mul,exp,sum]``);
+    unique per graph, since group names (``k0``...) repeat across graphs."""
+    ops: List[str] = []
+    for i in st.nodes:
+        op = lg.nodes[i].op
+        if op != "constant" and op not in ops:
+            ops.append(op)
+    text = ",".join(ops)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{graph}.{st.name}[{text}]"
 
 
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
@@ -189,7 +205,10 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             outs = ", ".join(f"v{o}" for o in st.outputs)
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
-            L.append(f"    {fn}([{ins}], [{outs}]{extra})  # {st.name}")
+            # profiling hook (bench/README.md): one global read per launch when profiling is off
+            kname = repr(_profile_name(lg, st, name))
+            L.append(f"    {fn}([{ins}], [{outs}]{extra}) if not PE() else "
+                     f"PL({kname}, {fn}, [{ins}], [{outs}]{extra})  # {st.name}")
             L.append("    LAUNCHES[0] += 1")
         elif st.kind == "host":
             fn = e.const(st.run, "H")
@@ -206,6 +225,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
                 fn = e.const(fx.target, "E")
                 L.append(f"    v{v} = {fn}({', '.join(args)})  # {fx.name}")
+    for dst, src in lg.mutations:  # input mutations (functionalization's copy_ into an argument), in graph order
+        L.append(f"    v{dst}.copy_(v{src})")
     outs = []
     for kind, v in lg.outputs:
         if kind == "node":

@@ -285,6 +285,49 @@ TEST(Kernel, ZeroSizeAndZeroDim) {
   expect_matches_interpreter(d, {filled(DType::Float32, {}, {0.5}), filled(DType::Float32, {}, {0.25})});
 }
 
+TEST(Kernel, EmptyReducedAxisStillWritesFullOutputs) {
+  // Regression (fuzz seeds 777461, 777567): sum over all axes with s0 = 0 empties the loops over R, but %f varies
+  // only along the non-empty reduced axis s1 and has 1 x s1 elements; %g also depends on the (empty) reductions.
+  Graph g = parse_graph(R"(graph er(%x: f32[s0, s1], %y: f32[1, s1]) {
+    %s = sum(%x) {axes=[0, 1], keepdim=false}
+    %m = mean(%x) {axes=[0, 1], keepdim=true}
+    %f = neg(%y)
+    %g = add(%y, %m)
+    return %s, %f, %g
+  })");
+  auto k = Kernel::compile(g);
+  HostTensor x = HostTensor::empty(DType::Float32, {0, 33});
+  HostTensor y = random_tensor(DType::Float32, {1, 33}, 7);
+  auto out = run_kernel(*k, {x, y});
+  EXPECT_EQ(out[0].get_double({}), 0.0);
+  for (int64_t j = 0; j < 33; ++j) {
+    EXPECT_EQ(out[1].get_double({0, j}), -y.get_double({0, j})) << j;
+    EXPECT_TRUE(std::isnan(out[2].get_double({0, j}))) << j;
+  }
+  expect_matches_interpreter(g, {x, y}, 0);
+  // Non-empty sizes still run the generated kernel and agree.
+  expect_matches_interpreter(g, {random_tensor(DType::Float32, {4, 33}, 8), y});
+}
+
+TEST(Kernel, FloatMulAddIsNotContractedToFma) {
+  // Regression (fuzz seed 777574): eager rounds x*k and then +c; a fused multiply-add rounds once and differs by an
+  // ulp. Kernels are compiled with -ffp-contract=off so the result is exact.
+  Graph g = parse_graph(R"(graph fma(%x: f64[s0], %k: f64[s0], %c: f64[s0]) {
+    %p = mul(%x, %k)
+    %z = add(%p, %c)
+    return %z
+  })");
+  std::vector<HostTensor> in = {random_tensor(DType::Float64, {1000}, 11), random_tensor(DType::Float64, {1000}, 12),
+                                random_tensor(DType::Float64, {1000}, 13)};
+  auto want = interpret(g, in);
+  int64_t fma_differs = 0;
+  for (int64_t i = 0; i < 1000; ++i)
+    if (std::fma(in[0].get_double({i}), in[1].get_double({i}), in[2].get_double({i})) != want[0].get_double({i}))
+      ++fma_differs;
+  ASSERT_GT(fma_differs, 0) << "inputs do not distinguish a contracted FMA";
+  expect_matches_interpreter(g, in, 0);
+}
+
 TEST(Kernel, IotaAndFullSources) {
   // iota indexes the domain directly: its axis must survive launch-time axis merging of contiguous operands.
   Graph g = parse_graph(R"(graph io(%x: f32[s0, s1]) {

@@ -303,3 +303,15 @@ def test_kernel_compile_failure_falls_back_with_warning(monkeypatch):
     torch._dynamo.reset()
     with pytest.raises(Exception, match="simulated compiler failure"):
         torch.compile(lambda x: torch.softmax(x, -1) * 4, backend="autofuse")(x)
+
+
+def test_strict_mode_refuses_stand_in_without_kernel_compiler(monkeypatch):
+    """Under AUTOFUSE_STRICT=1 a missing kernel compiler is an error, never a silent eager/interpreter stand-in."""
+    monkeypatch.setattr(backend, "has_native_kernels", lambda: False)
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="native kernel path is missing"):
+        torch.compile(lambda x: torch.relu(x) + 1, backend="autofuse")(torch.randn(5))
+    monkeypatch.delenv("AUTOFUSE_STRICT")
+    recs, _ = run_compiled(lambda x: torch.relu(x) + 2, torch.randn(5))
+    assert recs[0].mode in ("fused-reference", "reference")

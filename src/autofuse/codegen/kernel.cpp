@@ -6,6 +6,7 @@
 
 #include "autofuse/codegen/cpu/emit.h"
 #include "autofuse/codegen/cpu/jit.h"
+#include "autofuse/ir/interpreter.h"
 #include "autofuse/schedule/schedule.h"
 #include "autofuse/tiling/launch.h"
 
@@ -161,6 +162,20 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   // pointing every empty operand at a zeroed scratch with zero strides. Only values that vary along the axis read
   // those operands, and they only feed the empty outputs. Reduced axes of size 0 need nothing: their loops are empty.
   static thread_local std::vector<int64_t> scratch(256, 0);
+  // A reduced axis of size 0 leaves the loops over R empty, so full outputs (those varying along R) are never written
+  // even when they still have elements (they do not vary along the empty axis itself; fuzz seeds 777461, 777567).
+  // There is nothing to reduce in that case, so the reference interpreter computes the outputs (exact semantics of
+  // every op and of each empty reduction; cost proportional to the outputs only).
+  bool empty_reduce_axis = false;
+  for (int a = 0; a < r; ++a)
+    if (nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0) empty_reduce_axis = true;
+  if (empty_reduce_axis) {
+    for (size_t k = ni; k < nops; ++k)
+      if (!nest_.values[static_cast<size_t>(nest_.operands[k])].kept && outputs[k - ni].numel() > 0) {
+        interpret_into(graph_, inputs, outputs);
+        return;
+      }
+  }
   bool empty_kept_axis = false;
   for (int a = 0; a < r; ++a)
     if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0) empty_kept_axis = true;

@@ -191,8 +191,9 @@ double binary_float(OpKind op, double a, double b, DType t) {
     case OpKind::Pow: return std::pow(a, b);
     case OpKind::Maximum: return maximum_f(a, b);
     case OpKind::Minimum: return minimum_f(a, b);
-    case OpKind::Fmax: return std::isnan(a) ? b : std::isnan(b) ? a : maximum_f(a, b);
-    case OpKind::Fmin: return std::isnan(a) ? b : std::isnan(b) ? a : minimum_f(a, b);
+    // fmax/fmin keep the first operand on ties (fmax(-0.0, +0.0) is -0.0 in eager), unlike maximum/minimum.
+    case OpKind::Fmax: return std::isnan(a) ? b : std::isnan(b) ? a : (b > a ? b : a);
+    case OpKind::Fmin: return std::isnan(a) ? b : std::isnan(b) ? a : (b < a ? b : a);
     case OpKind::Atan2: return std::atan2(a, b);
     default: unsupported(op, "binary floating-point op");
   }

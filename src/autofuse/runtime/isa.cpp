@@ -78,7 +78,11 @@ std::vector<std::string> isa_flags(const std::string& isa) {
 std::vector<std::string> kernel_compile_flag_list() {
   // -fno-math-errno lets sqrt and friends inline; no -ffast-math, which would break NaN and signed-zero semantics.
   // -pipe: the compiler passes assembly to the assembler through a pipe rather than a temporary file.
-  std::vector<std::string> flags = {"-std=c++20", "-O3", "-pipe", "-shared", "-fPIC", "-fno-math-errno", "-fno-plt"};
+  // -ffp-contract=off: GCC otherwise fuses a*b+c into one FMA (one rounding instead of two), which differs from eager
+  // PyTorch and the interpreter by an ulp (found by the kernel fuzzer, seed 777574). -Wno-psabi silences GCC's notes
+  // about the ABI of 512-bit vector arguments, which the generated kernels never pass across a library boundary.
+  std::vector<std::string> flags = {"-std=c++20",      "-O3",         "-pipe",             "-shared",   "-fPIC",
+                                    "-fno-math-errno", "-fno-plt",    "-ffp-contract=off", "-Wno-psabi"};
   for (auto& f : isa_flags(host_isa())) flags.push_back(f);
   for (auto& f : split_spaces(std::getenv("AUTOFUSE_EXTRA_CXXFLAGS"))) flags.push_back(f);
   return flags;

@@ -1,0 +1,191 @@
+"""PyTorch's OpInfo database through ``torch.compile(backend="autofuse")``, compared with eager.
+
+For every OpInfo entry in ``OPS`` (the ATen ops Autofuse lowers and the composites that decompose into them), every
+supported dtype of ``DTYPES``, and both directions (forward; backward where the op is differentiable and the dtype is
+floating point), every sample input is compiled with a fresh Dynamo and compared with eager (compare.py holds the
+tolerance policy; fp16/bf16 are also judged against an fp64 reference).
+
+Honest counting: the backend runs with AUTOFUSE_STRICT=1 (conftest.py), so a graph or kernel fallback raises. Each
+sample must produce backend records in mode "kernels", and each test at least one compiled kernel: an op that silently
+ran in ATen fails. Skips and expected failures come only from exceptions.py.
+
+Shards: ``AUTOFUSE_CONFORMANCE=full`` (``make conformance``) runs everything; the default fast shard (``make test``)
+runs the float32 forward of every entry and the float32 backward of the composites, on the first sample only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import sys
+
+import pytest
+import torch
+from torch.utils._pytree import tree_leaves, tree_map
+
+import autofuse  # noqa: F401  (registers the backend)
+from autofuse import backend as afb
+
+_HERE = pathlib.Path(__file__).parent
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"af_conformance_{name}", _HERE / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+exceptions = _load("exceptions")
+compare = _load("compare")
+
+FULL = os.environ.get("AUTOFUSE_CONFORMANCE", "") == "full"
+
+#: OpInfo names: ops with a lowering of their own (lowering_*.py) ...
+LOWERED = """exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf abs neg
+nn.functional.relu floor ceil trunc sign bitwise_not isnan isinf isfinite logical_not round mul maximum minimum fmax
+fmin atan2 remainder fmod floor_divide bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift eq ne
+lt le gt ge logical_and logical_or logical_xor add sub rsub div pow where masked_fill clamp clamp_min clamp_max sum
+prod mean amax amin argmax argmin max min var var_mean any all""".split()
+#: ... and composites that decompose into them (decompositions.py).
+COMPOSITES = """softmax log_softmax nn.functional.layer_norm nn.functional.group_norm nn.functional.rms_norm
+nn.functional.gelu nn.functional.silu nn.functional.mish nn.functional.hardswish logsumexp std std_mean norm
+nn.functional.cross_entropy nn.functional.nll_loss nn.functional.hardtanh nn.functional.hardsigmoid
+nn.functional.leaky_relu nn.functional.elu""".split()
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int8, torch.uint8, torch.int16,
+          torch.int32, torch.int64, torch.bool]
+FAST_SAMPLES = 1
+
+
+def _opinfos():
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    wanted = set(LOWERED) | set(COMPOSITES)
+    return [o for o in op_db if o.name in wanted and o.variant_test_name not in ("complex", "nuc")]
+
+
+def _cases():
+    cases = []
+    for op in _opinfos():
+        supported = op.supported_dtypes("cpu")
+        for dt in DTYPES:
+            if dt not in supported:
+                continue
+            dirs = ["forward"]
+            if op.supports_autograd and dt.is_floating_point:
+                dirs.append("backward")
+            for d in dirs:
+                if not FULL:
+                    if dt != torch.float32:
+                        continue
+                    if d == "backward" and op.name not in COMPOSITES:
+                        continue
+                dtname = str(dt).split(".")[1]
+                marks = []
+                exc = exceptions.lookup(op.name, op.variant_test_name, dtname, d)
+                if exc is not None:
+                    kind, reason = exc
+                    marks.append(pytest.mark.skip(reason=reason) if kind == "skip"
+                                 else pytest.mark.xfail(reason=reason, strict=True))
+                tid = f"{op.name}{'.' + op.variant_test_name if op.variant_test_name else ''}-{dtname}-{d}"
+                cases.append(pytest.param(op, dt, d, id=tid, marks=marks))
+    return cases
+
+
+def _samples(op, dtype, requires_grad):
+    torch.manual_seed(0)
+    s = list(op.sample_inputs("cpu", dtype, requires_grad=requires_grad))
+    return s if FULL else s[:FAST_SAMPLES]
+
+
+def _call(op, sample):
+    def fn(inp, *args):
+        return op.op(inp, *args, **sample.kwargs)
+
+    return fn
+
+
+def _kernel_count(records) -> int:
+    n = 0
+    for r in records:
+        assert r.mode == "kernels", f"backend graph {r.name} ran in mode {r.mode!r}: {r.reason}"
+        n += sum(1 for s in r.steps if s.kind == "kernel" and s.kernel is not None)
+    return n
+
+
+def _fallbacks(records):
+    out = []
+    for r in records:
+        if r.lowered is not None:
+            out += [f"{op}: {why}" for op, why in r.lowered.fallbacks if "by design" not in why]
+    return out
+
+
+def _to64(x):
+    return tree_map(lambda t: t.detach().double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t, x)
+
+
+def _ref64(op, sample):
+    """The op evaluated in float64 on the same (upcast) inputs; None when the op refuses float64 inputs."""
+    try:
+        with torch.no_grad():
+            return op.op(_to64(sample.input), *_to64(sample.args), **sample.kwargs)
+    except Exception:  # noqa: BLE001 - e.g. a dtype= keyword that conflicts; the eager comparison still applies
+        return None
+
+
+def _grads(fn, sample, seed):
+    inputs = [t for t in tree_leaves((sample.input, sample.args)) if isinstance(t, torch.Tensor) and t.requires_grad]
+    out = fn(sample.input, *sample.args)
+    outs = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not inputs or not outs:
+        return None
+    g = torch.Generator().manual_seed(seed)
+    gos = [torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.dtype) for o in outs]
+    grads = torch.autograd.grad(outs, inputs, gos, allow_unused=True)
+    return [torch.zeros_like(i) if gr is None else gr for i, gr in zip(inputs, grads)]
+
+
+@pytest.mark.parametrize("op,dtype,direction", _cases())
+def test_opinfo(op, dtype, direction):
+    samples = _samples(op, dtype, requires_grad=(direction == "backward"))
+    if not samples:
+        pytest.skip("OpInfo yields no sample input for this dtype")
+    kernels = 0
+    for i, sample in enumerate(samples):
+        what = f"sample {i} ({sample.summary() if hasattr(sample, 'summary') else sample})"
+        torch._dynamo.reset()
+        n0 = len(afb.RECORDS)
+        compiled = torch.compile(_call(op, sample), backend="autofuse", dynamic=False)
+        if direction == "forward":
+            with torch.no_grad():
+                expected = _call(op, sample)(sample.input, *sample.args)
+                actual = compiled(sample.input, *sample.args)
+            ref = _ref64(op, sample) if dtype in compare.LOWP else None
+        else:
+            expected = _grads(_call(op, sample), sample, seed=i)
+            if expected is None:
+                continue
+            actual = _grads(compiled, sample, seed=i)
+            ref = None
+            if dtype in compare.LOWP:
+                s64 = tree_map(lambda t: t.detach().double().requires_grad_(t.requires_grad)
+                               if isinstance(t, torch.Tensor) and t.is_floating_point() else t,
+                               (sample.input, sample.args))
+                try:
+                    ref = _grads(_call(op, sample), type("S", (), {"input": s64[0], "args": s64[1]})(), seed=i)
+                except Exception:  # noqa: BLE001 - no fp64 reference: eager comparison only
+                    ref = None
+        records = afb.RECORDS[n0:]
+        assert records, f"{what}: the autofuse backend never ran (Dynamo fell back or did not compile)"
+        k = _kernel_count(records)
+        kernels += k
+        try:
+            compare.assert_same(actual, expected, ref, what=f"{direction} {what}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nfallbacks: {_fallbacks(records)}") from None
+    assert kernels > 0, (f"no compiled kernel in any sample: the op ran in ATen "
+                         f"(fallbacks: {_fallbacks(afb.RECORDS[-4:])})")

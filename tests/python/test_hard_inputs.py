@@ -1,0 +1,283 @@
+"""Hard-input property suite: random fused chains of lowered ops through ``torch.compile(backend="autofuse")``.
+
+Each case is a seeded random program: a chain of 2-5 elementwise ops drawn from the lowered op table for one dtype
+(optionally ending in a reduction), applied to inputs drawn to include NaN, +-inf, -0.0, denormals, integer extremes
+and negatives, with empty, size-1 and 0-d shapes, and given as contiguous, transposed, expanded or sliced views;
+some cases update an input in place first (AOTAutograd's functionalization must write it back). Results are compared
+with eager exactly for integers, bool and comparisons (and NaN positions / signed zeros of floats), and for floats
+with the tolerance policy of tests/conformance/compare.py (docs/precision.md).
+
+Cost control: one compiled chain is checked on ``VALUES_PER_CHAIN`` fresh value draws (no recompilation), so a case
+is (chain seed, value draw). ``AUTOFUSE_HARD_CASES`` sets the number of cases (default 240, ``make test``; 10000 for
+the long run), ``AUTOFUSE_HARD_SEED`` the base seed (printed; a failure names the chain seed to replay with
+``AUTOFUSE_HARD_SEED=<seed> AUTOFUSE_HARD_CASES=8``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import random
+
+import pytest
+import torch
+
+from autofuse import backend
+
+_spec = importlib.util.spec_from_file_location(
+    "af_conformance_compare", pathlib.Path(__file__).parents[1] / "conformance" / "compare.py")
+compare = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare)
+
+CASES = int(os.environ.get("AUTOFUSE_HARD_CASES", "240"))
+BASE_SEED = int(os.environ.get("AUTOFUSE_HARD_SEED", str(random.randrange(1 << 30))))
+VALUES_PER_CHAIN = 8
+print(f"test_hard_inputs: AUTOFUSE_HARD_SEED={BASE_SEED} AUTOFUSE_HARD_CASES={CASES}")
+
+native = pytest.mark.skipif(not backend.has_native_kernels(),
+                            reason="needs autofuse._core.fuse and Kernel (C++ fusion/codegen bindings) built")
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+# Ops per dtype class: name -> function of (x, y) or x. Integer ops avoid division (eager raises on zero divisors).
+FLOAT_UNARY = {
+    "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "abs": torch.abs, "neg": torch.neg, "relu": torch.relu,
+    "sigmoid": torch.sigmoid, "tanh": torch.tanh, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc,
+    "sign": torch.sign, "sin": torch.sin, "reciprocal": torch.reciprocal, "erf": torch.erf, "expm1": torch.expm1,
+    "log1p": torch.log1p, "round": torch.round, "rsqrt": torch.rsqrt,
+}
+FLOAT_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "maximum": torch.maximum,
+    "minimum": torch.minimum, "fmax": torch.fmax, "fmin": torch.fmin, "atan2": torch.atan2,
+    "where_gt": lambda x, y: torch.where(x > y, x, y), "clamp": lambda x, y: torch.clamp(x, min=-2.0, max=3.0) + y,
+}
+INT_UNARY = {"abs": torch.abs, "neg": torch.neg, "bitwise_not": torch.bitwise_not, "sign": torch.sign}
+INT_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum, "minimum": torch.minimum,
+    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    "where_lt": lambda x, y: torch.where(x < y, y, x),
+}
+BOOL_BINARY = {"and": torch.logical_and, "or": torch.logical_or, "xor": torch.logical_xor, "ne": torch.ne}
+TAILS = {
+    "none": None, "sum": lambda t: t.sum(-1), "amax": lambda t: t.amax(-1), "argmax": lambda t: t.argmax(-1),
+    "lt0": lambda t: t < 0, "isnan": torch.isnan,
+}
+
+SHAPES = [(), (0,), (1,), (5,), (3, 4), (1, 7), (4, 1), (2, 3, 5), (0, 3), (17, 9), (64,)]
+LAYOUTS = ["contiguous", "transposed", "expanded", "sliced"]
+
+
+def _hard_floats(rng: random.Random, dtype, n: int):
+    fi = torch.finfo(dtype)
+    specials = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, fi.tiny / 4, -fi.tiny / 2, fi.max, -fi.max,
+                fi.tiny, 1.0, -1.0, 0.5, 2.5, -2.5, 1e-3]
+    return [rng.choice(specials) if rng.random() < 0.3 else rng.uniform(-6, 6) for _ in range(n)]
+
+
+def _hard_ints(rng: random.Random, dtype, n: int):
+    ii = torch.iinfo(dtype)
+    specials = [ii.min, ii.max, 0, 1, -1 if ii.min < 0 else 0, ii.min + 1, ii.max - 1]
+    return [rng.choice(specials) if rng.random() < 0.3 else rng.randint(max(ii.min, -100), min(ii.max, 100))
+            for _ in range(n)]
+
+
+def _make(rng: random.Random, dtype, shape, layout):
+    """A tensor of ``shape`` with hard values, stored in the given layout (the returned view has ``shape``)."""
+    base = list(shape)
+    if layout == "transposed" and len(shape) >= 2:
+        base[-1], base[-2] = base[-2], base[-1]
+    elif layout == "expanded" and len(shape) >= 1:
+        base[0] = 1
+    elif layout == "sliced" and len(shape) >= 1:
+        base[-1] = 2 * base[-1] + 1
+    n = 1
+    for s in base:
+        n *= s
+    if dtype == torch.bool:
+        vals = [rng.random() < 0.5 for _ in range(n)]
+    elif dtype.is_floating_point:
+        vals = _hard_floats(rng, dtype, n)
+    else:
+        vals = _hard_ints(rng, dtype, n)
+    t = torch.tensor(vals, dtype=torch.float64 if dtype.is_floating_point else None)
+    t = t.to(dtype).reshape(base)
+    if layout == "transposed" and len(shape) >= 2:
+        t = t.transpose(-1, -2)
+    elif layout == "expanded" and len(shape) >= 1:
+        t = t.expand(shape)
+    elif layout == "sliced" and len(shape) >= 1:
+        t = t[..., 1::2]
+    assert tuple(t.shape) == tuple(shape)
+    return t
+
+
+class Chain:
+    """One random program: dtype, shape, op list, tail, layouts of its two inputs, in-place flag."""
+
+    def __init__(self, seed: int) -> None:
+        rng = random.Random(seed)
+        self.seed = seed
+        self.dtype = rng.choice(FLOATS * 3 + INTS * 2 + [torch.bool])
+        self.shape = rng.choice(SHAPES)
+        self.layouts = [rng.choice(LAYOUTS), rng.choice(LAYOUTS)]
+        self.y_shape = self.shape[-1:] if self.shape and rng.random() < 0.3 else self.shape  # broadcast y
+        if self.dtype == torch.bool:
+            unary, binary = {"not": torch.logical_not}, BOOL_BINARY
+        elif self.dtype.is_floating_point:
+            unary, binary = FLOAT_UNARY, FLOAT_BINARY
+        else:
+            unary, binary = INT_UNARY, INT_BINARY
+        self.ops = []
+        for _ in range(rng.randint(2, 5)):
+            if rng.random() < 0.5:
+                name = rng.choice(sorted(unary))
+                self.ops.append((name, unary[name], False))
+            else:
+                name = rng.choice(sorted(binary))
+                self.ops.append((name, binary[name], True))
+        tails = ["none", "lt0", "isnan", "sum", "amax", "argmax"] if self.dtype != torch.bool else ["none", "sum"]
+        if not self.dtype.is_floating_point:
+            tails = [t for t in tails if t != "isnan"]
+        if len(self.shape) == 0 or 0 in self.shape:
+            tails = [t for t in tails if t not in ("amax", "argmax")]  # eager raises on empty max reductions
+        self.tail = rng.choice(tails)
+        self.inplace = rng.random() < 0.2 and self.dtype != torch.bool
+
+    def describe(self) -> str:
+        ops = " -> ".join(n for n, _, _ in self.ops)
+        return (f"seed {self.seed}: {str(self.dtype).split('.')[1]}{list(self.shape)} y{list(self.y_shape)} "
+                f"layouts {self.layouts} ops {ops} tail {self.tail} inplace {self.inplace}")
+
+    def fn(self):
+        ops, tail, inplace = self.ops, TAILS[self.tail], self.inplace
+
+        def program(x, y):
+            if inplace:
+                x.add_(1)  # an in-place update of a graph input
+            t = x
+            for _, f, binary in ops:
+                t = f(t, y) if binary else f(t)
+            return tail(t) if tail is not None else t
+
+        return program
+
+    def inputs(self, draw: int):
+        rng = random.Random(self.seed * 1000003 + draw)
+        return [_make(rng, self.dtype, self.shape, self.layouts[0]), _make(rng, self.dtype, self.y_shape,
+                                                                          self.layouts[1])]
+
+
+def _clone_like(t: torch.Tensor) -> torch.Tensor:
+    """A copy with the same strides (expanded inputs become a materialized copy: in-place needs distinct memory)."""
+    if 0 in t.stride() and t.numel() > 1:
+        return t.clone()
+    out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype)
+    out.copy_(t)
+    return out
+
+
+#: Chain indices (the test ids): the chain seed is BASE_SEED + index, so ids agree across pytest-xdist workers even
+#: though each worker draws its own BASE_SEED (every failure message names its seed).
+CHAINS = list(range((CASES + VALUES_PER_CHAIN - 1) // VALUES_PER_CHAIN))
+
+
+@native
+@pytest.mark.parametrize("chain_index", CHAINS)
+def test_hard_chain(chain_index, monkeypatch):
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    chain = Chain(BASE_SEED + chain_index)
+    fn = chain.fn()
+    torch._dynamo.reset()
+    n0 = len(backend.RECORDS)
+    compiled = torch.compile(fn, backend="autofuse", dynamic=False)
+    for draw in range(VALUES_PER_CHAIN):
+        args = chain.inputs(draw)
+        if chain.inplace and 0 in args[0].stride() and args[0].numel() > 1:
+            args[0] = args[0].clone()  # eager refuses in-place writes into an expanded tensor
+        eager_args = [_clone_like(a) for a in args]
+        ours_args = [_clone_like(a) for a in args]
+        what = f"{chain.describe()} draw {draw}"
+        try:
+            want = fn(*eager_args)
+        except RuntimeError as e:  # eager rejects the program itself (e.g. a dtype rule): so must we
+            with pytest.raises(Exception):
+                compiled(*ours_args)
+            print(f"eager raises for {what}: {e}")
+            continue
+        got = compiled(*ours_args)
+        ref = None
+        if chain.dtype in compare.LOWP:
+            # the same program in float64 on the same values: the reference fp16/bf16 results are judged against
+            ref = fn(*[_clone_like(a).double() for a in args]) if chain.tail != "argmax" else None
+        # amax of -0.0 and +0.0: which zero eager returns depends on its reduction order (not a defined result)
+        compare.assert_same(got, want, ref, what=what, tol_scale=64.0, signed_zeros=chain.tail != "amax")
+        compare.assert_same(ours_args, eager_args, None, what=f"{what} (inputs after the call)", tol_scale=64.0)
+    records = backend.RECORDS[n0:]
+    assert records, f"{chain.describe()}: the autofuse backend never ran"
+    for r in records:
+        assert r.mode == "kernels", f"{chain.describe()}: graph ran in mode {r.mode}"
+
+
+ZERO_D_REDUCTIONS = {
+    "sum": lambda t: t.sum(), "sum_dim": lambda t: t.sum(0), "prod": lambda t: t.prod(), "amax": lambda t: t.amax(),
+    "amin": lambda t: t.amin(0), "argmax": lambda t: t.argmax(), "argmin": lambda t: t.argmin(0),
+    "any": lambda t: t.any(), "all": lambda t: t.all(), "mean": lambda t: t.float().mean(),
+    "var": lambda t: t.float().var(correction=0), "var1": lambda t: t.float().var(),
+    "logsumexp": lambda t: torch.logsumexp(t.float(), 0),
+}
+
+
+@native
+@pytest.mark.parametrize("name", sorted(ZERO_D_REDUCTIONS))
+@pytest.mark.parametrize("value", [2.5, -0.0, float("nan"), float("inf")])
+def test_zero_d_reductions(name, value, monkeypatch):
+    """Regression: a reduction of a 0-d tensor failed to compile ("reduction of a 0-d value is not supported in a
+    kernel", found by OpInfo logsumexp); the lowering now writes it as elementwise IR."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    fn = ZERO_D_REDUCTIONS[name]
+    x = torch.tensor(value)
+    torch._dynamo.reset()
+    n0 = len(backend.RECORDS)
+    got = torch.compile(lambda t: fn(t) * 1, backend="autofuse", dynamic=False)(x)
+    compare.assert_same(got, fn(x) * 1, what=f"{name}(0-d {value})")
+    assert all(r.mode == "kernels" for r in backend.RECORDS[n0:])
+
+
+@native
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float16])
+def test_inplace_update_written_back(layout, dtype, monkeypatch):
+    """Regression: ``x.add_(1)`` inside a compiled function was lost (functionalization's ``copy_`` into the input was
+    lowered as an extern node that fusion dropped as dead code); the lowering now records it as a mutation."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+
+    def fn(x):
+        x.add_(1)
+        return torch.sign(x) * 2
+
+    rng = random.Random(7)
+    x = _make(rng, dtype, (3, 4), layout)
+    if dtype == torch.float16:
+        x = x.nan_to_num(0.0, 1.0, -1.0)  # add_ of +-max would overflow differently from nothing: keep it simple
+    ours, eager = _clone_like(x), _clone_like(x)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="autofuse", dynamic=False)(ours)
+    want = fn(eager)
+    compare.assert_same(got, want, what="result")
+    compare.assert_same(ours, eager, what="mutated input")
+
+
+@native
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_signed_zero_ties(name, monkeypatch):
+    """Regression (found by test_hard_chain): on ties of -0.0/+0.0 eager's maximum/minimum return the second operand,
+    fmax/fmin the first; the kernels' fmax/fmin returned the second."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    f = getattr(torch, name)
+    a = torch.tensor([-0.0, 0.0, -0.0, 0.0, float("nan"), 1.0] * 6)
+    b = torch.tensor([0.0, -0.0, -0.0, 0.0, 0.0, float("nan")] * 6)
+    torch._dynamo.reset()
+    got = torch.compile(lambda x, y: f(x, y) * 1, backend="autofuse", dynamic=False)(a, b)
+    compare.assert_same(got, f(a, b) * 1, what=name)
