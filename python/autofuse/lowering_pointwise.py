@@ -109,6 +109,19 @@ _COMPARE = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le", aten.gt:
             aten.logical_and: "logical_and", aten.logical_or: "logical_or", aten.logical_xor: "logical_xor"}
 
 
+_INT_DIVISION = ("floordiv", "remainder", "fmod")
+
+
+def _check_integer_divisor(dt: torch.dtype, divisor) -> None:
+    """Integer //, % and fmod by a zero divisor raise ZeroDivisionError in eager; a kernel cannot raise, so an integer
+    division by a tensor (which may hold a zero) stays with ATen. A nonzero Python-scalar divisor is lowered."""
+    if dt.is_floating_point:
+        return
+    if isinstance(divisor, (int, float)) and not isinstance(divisor, bool) and divisor != 0:
+        return
+    raise Unsupported(f"integer division on {dt} by a tensor or zero (eager raises ZeroDivisionError on a zero divisor)")
+
+
 def _binary_operands(L: Lowerer, node, a, b):
     dt = L.promote(a, b)
     return dt, L.operand(a, dt), L.operand(b, dt)
@@ -121,6 +134,8 @@ def _binary(L: Lowerer, node) -> int:
         a, b = node.args[0], node.args[1]
         dt = _opmath(L.promote(a, b), a, b)
         return _op(L, op, [L.operand(a, dt), L.operand(b, dt)])
+    if op in _INT_DIVISION:
+        _check_integer_divisor(L.promote(node.args[0], node.args[1]), node.args[1])
     dt, x, y = _binary_operands(L, node, node.args[0], node.args[1])
     if op == "atan2" and not dt.is_floating_point:
         dt = _out_dtype(node)
@@ -190,6 +205,7 @@ def _div(L: Lowerer, node) -> int:
     if mode is None:
         dt = _opmath(_out_dtype(node), a, b)  # integer / integer is true division in the default float type
         return _op(L, "div", [L.operand(a, dt), L.operand(b, dt)])
+    _check_integer_divisor(dt, b)
     x, y = L.operand(a, dt), L.operand(b, dt)
     if mode == "floor":
         return _op(L, "floordiv", [x, y])
