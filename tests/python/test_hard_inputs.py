@@ -31,7 +31,9 @@ compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
 CASES = int(os.environ.get("AUTOFUSE_HARD_CASES", "240"))
-BASE_SEED = int(os.environ.get("AUTOFUSE_HARD_SEED", str(random.randrange(1 << 30))))
+# A fixed default keeps `make test` reproducible (CI must not depend on the draw); long runs and fuzzing pick their own
+# base with AUTOFUSE_HARD_SEED (e.g. AUTOFUSE_HARD_SEED=$RANDOM).
+BASE_SEED = int(os.environ.get("AUTOFUSE_HARD_SEED", "20261129"))
 VALUES_PER_CHAIN = 8
 print(f"test_hard_inputs: AUTOFUSE_HARD_SEED={BASE_SEED} AUTOFUSE_HARD_CASES={CASES}")
 
@@ -178,8 +180,8 @@ def _clone_like(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
-#: Chain indices (the test ids): the chain seed is BASE_SEED + index, so ids agree across pytest-xdist workers even
-#: though each worker draws its own BASE_SEED (every failure message names its seed).
+#: Chain indices (the test ids): the chain seed is BASE_SEED + index, so ids agree across pytest-xdist workers (every
+#: failure message names its seed).
 CHAINS = list(range((CASES + VALUES_PER_CHAIN - 1) // VALUES_PER_CHAIN))
 
 
