@@ -240,7 +240,10 @@ int64_t binary_int(OpKind op, int64_t a, int64_t b, DType t) {
   }
 }
 
-bool compare_float(OpKind op, double a, double b) {
+namespace {
+// One comparison for both value kinds: eager compares floats (NaN unordered) and integers with the same operators.
+template <class T>
+bool compare_values(OpKind op, T a, T b) {
   switch (op) {
     case OpKind::Eq: return a == b;
     case OpKind::Ne: return a != b;
@@ -254,20 +257,10 @@ bool compare_float(OpKind op, double a, double b) {
     default: unsupported(op, "comparison");
   }
 }
+}  // namespace
 
-bool compare_int(OpKind op, int64_t a, int64_t b) {
-  switch (op) {
-    case OpKind::Eq: return a == b;
-    case OpKind::Ne: return a != b;
-    case OpKind::Lt: return a < b;
-    case OpKind::Le: return a <= b;
-    case OpKind::Gt: return a > b;
-    case OpKind::Ge: return a >= b;
-    case OpKind::LogicalAnd: return a != 0 && b != 0;
-    case OpKind::LogicalOr: return a != 0 || b != 0;
-    case OpKind::LogicalXor: return (a != 0) != (b != 0);
-    default: unsupported(op, "comparison");
-  }
-}
+bool compare_float(OpKind op, double a, double b) { return compare_values(op, a, b); }
+
+bool compare_int(OpKind op, int64_t a, int64_t b) { return compare_values(op, a, b); }
 
 }  // namespace autofuse::interp
