@@ -50,14 +50,14 @@ int cmd_tiling_sweep(const Args& args) {
   if (a.get("threads")) set_num_threads(std::stoi(*a.get("threads")));
   std::printf("tiling sweep: total %lld elements, %d threads, median of %d runs\n", static_cast<long long>(total),
               get_num_threads(), reps);
-  const TilingKind kinds[] = {TilingKind::Rows, TilingKind::NarrowRows, TilingKind::Split};
+  const TilingKind kinds[] = {TilingKind::Rows, TilingKind::NarrowRows, TilingKind::Split, TilingKind::VectorRows};
   int points = 0, within = 0;
   for (const std::string op : {"sum", "softmax"})
     for (const std::string dt : {"f32", "bf16"}) {
       auto k = Kernel::compile(parse_graph(graph_text(op, dt)));
       const DType dtype = dt == "f32" ? DType::Float32 : DType::BFloat16;
-      std::printf("\n%s %s\n%10s %10s %10s %10s %10s  %-11s %8s\n", op.c_str(), dt.c_str(), "rows", "cols", "rows_ms",
-                  "narrow_ms", "split_ms", "chosen", "vs best");
+      std::printf("\n%s %s\n%10s %10s %10s %10s %10s %10s  %-11s %8s\n", op.c_str(), dt.c_str(), "rows", "cols",
+                  "rows_ms", "narrow_ms", "split_ms", "vrows_ms", "chosen", "vs best");
       double worst_ratio = 0, worst_speedup = 0;
       int64_t worst_rows = 0;
       for (int64_t rows = 1; rows <= total; rows *= 4) {
@@ -92,9 +92,10 @@ int cmd_tiling_sweep(const Args& args) {
           else std::snprintf(buf, sizeof buf, "%10s", "-");
           return std::string(buf);
         };
-        std::printf("%10lld %10lld %s %s %s  %-11s %7.2fx%s\n", static_cast<long long>(rows),
+        std::printf("%10lld %10lld %s %s %s %s  %-11s %7.2fx%s\n", static_cast<long long>(rows),
                     static_cast<long long>(cols), cell(kinds[0]).c_str(), cell(kinds[1]).c_str(),
-                    cell(kinds[2]).c_str(), tiling_kind_name(dec.pick().kind), chosen / best, ok ? "" : "  (>10%)");
+                    cell(kinds[2]).c_str(), cell(kinds[3]).c_str(), tiling_kind_name(dec.pick().kind), chosen / best,
+                    ok ? "" : "  (>10%)");
         const double ratio = t[TilingKind::Rows] / best;
         if (ratio > worst_ratio) {
           worst_ratio = ratio;

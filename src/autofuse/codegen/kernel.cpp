@@ -9,6 +9,7 @@
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/schedule/schedule.h"
 #include "autofuse/tiling/launch.h"
+#include "autofuse/tiling/rows_vector.h"
 
 namespace autofuse {
 
@@ -57,19 +58,22 @@ size_t Kernel::num_variants() const {
   return variants_.size();
 }
 
-std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner) const {
+std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner, bool rows_vector) const {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = variants_.find(unit_inner);
+  const auto key = std::make_pair(rows_vector, unit_inner);
+  auto it = variants_.find(key);
   if (it != variants_.end()) return it->second;
   auto v = std::make_shared<Variant>();
   EmitOptions o;
   o.lanes = lanes_;
   o.unit_inner = unit_inner;
   o.func_name = func_;
-  v->source = emit_cpu_kernel(graph_, nest_, o);
+  const LoopNest* nest = rows_vector ? tiling_.rows_vector_nest() : &nest_;
+  if (!nest) throw IRError("kernel " + name_ + ": no vector-rows variant (not an inner reduction with a kept axis)");
+  v->source = emit_cpu_kernel(graph_, *nest, o);
   v->jit = jit_compile(v->source, func_, name_);
   v->fn = reinterpret_cast<KernelFn>(v->jit.entry);
-  variants_[unit_inner] = v;
+  variants_[key] = v;
   return v;
 }
 
@@ -194,15 +198,18 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     }
   }
   merge_axes(nest_, d);
+  const TilingDecision dec = tiling_.decide(d.sizes);
+  if (dec.pick().schedule.rows <= 0) return;
+  // Vector-rows: the same call in the permuted axis order of its own variant (tiling/rows_vector.h).
+  const bool rows_vector = dec.pick().kind == TilingKind::VectorRows;
+  if (rows_vector) permute_launch_domain(d, *tiling_.rows_vector_perm());
   const int v = nest_.vec_axis();
   std::vector<bool> unit(nops, true);
   for (size_t k = 0; k < nops; ++k)
     if (d.varies[k][static_cast<size_t>(v)])
       unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
-  const TilingDecision dec = tiling_.decide(d.sizes);
-  if (dec.pick().schedule.rows <= 0) return;
-  auto var = variant(unit);
-  launch_tiled(graph_, nest_, var->fn, d, data, dec.pick());
+  auto var = variant(unit, rows_vector);
+  launch_tiled(graph_, rows_vector ? *tiling_.rows_vector_nest() : nest_, var->fn, d, data, dec.pick());
 }
 
 }  // namespace autofuse

@@ -44,7 +44,7 @@ class Kernel {
   const LoopNest& loop_nest() const { return nest_; }
   /// Vector lanes of the generated code.
   int lanes() const { return lanes_; }
-  /// Number of variants compiled so far (one per stride class seen).
+  /// Number of variants compiled so far (one per stride class seen, per nest: the kernel's and the vector-rows one).
   size_t num_variants() const;
   /// The launch-time tiling function (tiling/): candidates and choice per call.
   const TilingFunction& tiling() const { return tiling_; }
@@ -52,7 +52,9 @@ class Kernel {
  private:
   struct Variant;
   Kernel(const Graph& g, LoopNest nest);
-  std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner) const;
+  /// The compiled variant for a stride class, of the kernel's nest or (rows_vector) of the tiling function's
+  /// vector-rows nest; compiled on first use.
+  std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
 
   Graph graph_;
@@ -63,7 +65,7 @@ class Kernel {
   std::string source_;
   TilingFunction tiling_;
   mutable std::mutex mu_;
-  mutable std::map<std::vector<bool>, std::shared_ptr<const Variant>> variants_;
+  mutable std::map<std::pair<bool, std::vector<bool>>, std::shared_ptr<const Variant>> variants_;
 };
 
 }  // namespace autofuse

@@ -62,6 +62,7 @@ double row_ns(const WorkShape& w, int64_t active, int64_t total_rows, const Cost
   const double iters = w.inner_reduction ? std::ceil(elems / p.lanes) : elems / p.lanes;
   double ops = iters * w.passes * (w.ops + w.transcendentals * p.transcendental_ops);
   if (w.inner_reduction) ops += p.row_overhead_ops * w.passes;
+  ops += elems * (w.lane_loads * w.passes + w.lane_stores) * p.lane_access_ops;
   return std::max(mem, ops / p.vec_ops_per_ns);
 }
 

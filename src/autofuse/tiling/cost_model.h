@@ -27,6 +27,9 @@ struct CostParams {
   double transcendental_ops = 20; ///< vector operations per exp/log/tanh/... (polynomial + range reduction)
   double launch_ns = 3000;        ///< one parallel_for launch with workers waking up
   double row_overhead_ops = 12;   ///< per row of an inner reduction: horizontal reduction and the masked tail
+  /// Vector-op equivalents per element loaded or stored lane by lane (a strided access: one scalar load plus a lane
+  /// insert, about 2 per cycle against 1 vector op — calibrated on the sweep's 4M x 4 and 1M x 16 points).
+  double lane_access_ops = 0.5;
 
   /// Figures from a machine model (measured bandwidths; the defaults above where a figure is 0) and a thread count.
   static CostParams from_machine(const MachineInfo& m, int threads, int lanes);
@@ -44,6 +47,8 @@ struct WorkShape {
   double out_bytes = 4;      ///< bytes written per full-domain element (full-domain outputs)
   double ops = 1;            ///< vector operations per element per pass (elementwise nodes)
   double transcendentals = 0;///< transcendental nodes per element
+  double lane_loads = 0;     ///< operands per element read lane by lane in every pass (strided vector-rows gathers)
+  double lane_stores = 0;    ///< outputs per element written lane by lane in the final pass
 };
 
 /// Estimated nanoseconds for `w` spread over `tasks` parallel tasks of `rows_per_task` rows (the busiest thread runs
