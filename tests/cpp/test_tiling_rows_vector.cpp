@@ -95,6 +95,11 @@ TEST(TilingRowsVector, MatchesInterpreter) {
       }
       auto want = interpret(g, in);
       force_tiling_kind(TilingKind::VectorRows);
+      // Forced, the candidate exists whenever there are rows and they are short (merged sizes: [rows, cols] here).
+      if (k->loop_nest().rank == 2 && b["s0"] > 0) {
+        const TilingDecision d = k->tiling().decide({b["s0"], b["s1"]});
+        EXPECT_EQ(d.pick().kind, TilingKind::VectorRows) << d.describe();
+      }
       std::vector<HostTensor> out;
       for (auto& s : k->output_sizes(in)) out.push_back(HostTensor::empty(g.node(g.outputs()[out.size()]).dtype, s));
       k->run(in, out);
@@ -123,7 +128,7 @@ TEST(TilingRowsVector, CandidateConstraints) {
     for (int it = 0; it < 300; ++it) {
       set_num_threads(1 + static_cast<int>(rng() % 16));
       std::vector<int64_t> sizes(static_cast<size_t>(n.rank));
-      for (auto& s : sizes) s = static_cast<int64_t>(rng() % 3 == 0 ? rng() % 4 : rng() % 3000);
+      for (auto& s : sizes) s = static_cast<int64_t>(rng() % 3 == 0 ? rng() % 4 : rng() % 5000);
       int64_t rsize = 1, kept = 1;
       for (int a = 0; a < n.rank; ++a) (n.is_reduce[static_cast<size_t>(a)] ? rsize : kept) *= sizes[static_cast<size_t>(a)];
       TilingDecision d = k->tiling().decide(sizes);
@@ -141,7 +146,8 @@ TEST(TilingRowsVector, CandidateConstraints) {
         // Every kept index is covered: rows x vblock >= kept indices.
         EXPECT_GE(c.schedule.rows * c.schedule.vblock, kept);
       }
-      EXPECT_EQ(has, kept > 0 && rsize <= TilingFunction::kVectorRowsMaxCols) << "sizes " << sizes[0] << " x " << sizes[1];
+      EXPECT_EQ(has, kept >= TilingFunction::kVectorRowsMinRows && rsize <= TilingFunction::kVectorRowsMaxCols)
+          << "sizes " << sizes[0] << " x " << sizes[1];
     }
   }
 }

@@ -234,10 +234,9 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
   }
   // VectorRows: short inner-reduction rows, lanes across rows.
   if (rv_nest_) {
-    int64_t rsize = 1;
-    for (int a = 0; a < n.rank; ++a)
-      if (n.is_reduce[static_cast<size_t>(a)]) rsize *= sizes[static_cast<size_t>(a)];
-    if (rsize <= kVectorRowsMaxCols) {
+    int64_t rsize = 1, kept = 1;
+    for (int a = 0; a < n.rank; ++a) (n.is_reduce[static_cast<size_t>(a)] ? rsize : kept) *= sizes[static_cast<size_t>(a)];
+    if (rsize <= kVectorRowsMaxCols && (kept >= kVectorRowsMinRows || g_forced == TilingKind::VectorRows)) {
       TilingCandidate c;
       c.kind = TilingKind::VectorRows;
       c.schedule = choose_schedule(*rv_nest_, permute_sizes(sizes, rv_perm_), lanes_);

@@ -62,7 +62,8 @@ class TilingFunction {
   /// Candidates and choice for the merged domain sizes of one call (schedule.h merge_axes). Constraints every
   /// decision satisfies: schedule.rows = the row count of the sizes, 1 <= grain, lanes <= vblock (a multiple of
   /// lanes) when the vector axis is kept, 1 <= splits <= threads and splits <= the sliced axis' extent; VectorRows
-  /// only for inner reductions of at most kVectorRowsMaxCols reduced elements per row, with lanes <= vblock (a
+  /// only for inner reductions of at most kVectorRowsMaxCols reduced elements per row and at least
+  /// kVectorRowsMinRows rows (any number > 0 when forced), with lanes <= vblock (a
   /// multiple of lanes) and rows = choose_schedule(rows_vector_nest(), permuted sizes).
   TilingDecision decide(const std::vector<int64_t>& sizes) const;
 
@@ -77,6 +78,9 @@ class TilingFunction {
   /// VectorRows is a candidate up to this many reduced elements per row (longer rows reduce along the row far
   /// better: a lane-by-lane gather per element against one vector load per AF_W elements).
   static constexpr int64_t kVectorRowsMaxCols = 256;
+  /// ... and from this many rows (kept indices) on, unless forced: below it a call takes microseconds either way, and
+  /// its first use would compile another variant (about a second) for nothing.
+  static constexpr int64_t kVectorRowsMinRows = 1024;
 
  private:
   TilingDecision decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const;
