@@ -182,6 +182,7 @@ TilingDecision TilingFunction::decide(const std::vector<int64_t>& sizes) const {
 TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const {
   const LoopNest& n = *nest_;
   TilingDecision d;
+  d.candidates.reserve(4);  // one allocation per launch
   // Rows: the default schedule, parallel_for cutting it into at most `threads` chunks of >= grain rows.
   {
     TilingCandidate c;
