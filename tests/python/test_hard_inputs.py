@@ -283,3 +283,42 @@ def test_signed_zero_ties(name, monkeypatch):
     torch._dynamo.reset()
     got = torch.compile(lambda x, y: f(x, y) * 1, backend="autofuse", dynamic=False)(a, b)
     compare.assert_same(got, f(a, b) * 1, what=name)
+
+
+#: Every float unary op the lowering handles, for the extreme-value sweep below.
+EXTREME_UNARY = {**FLOAT_UNARY, "exp2": torch.exp2, "log2": torch.log2, "log10": torch.log10, "cos": torch.cos,
+                 "tan": torch.tan}
+
+
+def _extreme_values(dtype):
+    """Specials, both signs of a log-spaced sweep over the whole finite range of ``dtype`` (denormals to max), and the
+    values next to the bounds where vector-math libraries switch to a shortcut (e.g. SLEEF's log1p above 1e38)."""
+    fi = torch.finfo(dtype)
+    mags = torch.logspace(-45 if dtype != torch.float64 else -320, 38 if dtype != torch.float64 else 308, 97,
+                          dtype=torch.float64)
+    extra = [0.0, 1.0, 0.5, 1e-3, fi.tiny, fi.tiny / 4, fi.max, fi.max / 2, 1e38, 1.01e38, 1e307, 1.01e307, 88.0,
+             89.0, 709.0, 710.0, -16.0, -17.0, -37.0]
+    mags = torch.cat([mags, torch.tensor(extra, dtype=torch.float64)])
+    vals = torch.cat([mags, -mags, torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0],
+                                                dtype=torch.float64)])
+    return vals.to(dtype)
+
+
+@native
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: str(d).split(".")[1])
+@pytest.mark.parametrize("name", sorted(EXTREME_UNARY))
+def test_unary_extreme_values(name, dtype, monkeypatch):
+    """Regression (seed 983760614, a bf16 chain sub -> trunc -> log1p -> mul -> log1p gave inf where eager gives
+    2.906): SLEEF's vectorized log1p returns +inf for every x > 1e38 (float) / 1e307 (double), so log1p of a large
+    finite value was inf in kernels while the interpreter and eager use libm. Each unary op is now checked on values
+    spanning its dtype's whole range, compared with eager (and, for f16/bf16, the fp64 reference)."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    f = EXTREME_UNARY[name]
+    x = _extreme_values(dtype)
+    torch._dynamo.reset()
+    n0 = len(backend.RECORDS)
+    got = torch.compile(lambda t: f(t) * 1, backend="autofuse", dynamic=False)(x)
+    want = f(x) * 1
+    ref = (f(x.double()) * 1) if dtype in compare.LOWP else None
+    compare.assert_same(got, want, ref, what=f"{name}({dtype}) on extreme values", tol_scale=64.0)
+    assert all(r.mode == "kernels" and r.kernels for r in backend.RECORDS[n0:])
