@@ -210,7 +210,14 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     if (d.varies[k][static_cast<size_t>(v)])
       unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
   auto var = variant(unit, rows_vector);
-  launch_tiled(graph_, rows_vector ? *tiling_.rows_vector_nest() : nest_, var->fn, d, data, dec.pick());
+  TilingCandidate c = dec.pick();
+  EmitOptions eo;
+  eo.unit_inner = unit;
+  // Lane-by-lane operands along the kept vector axis: the column-block schedule. Vector-rows keeps the schedule its
+  // estimate was made for (its variant numbers rows either way; any vblock is valid for both numberings).
+  if (c.kind != TilingKind::Split && !rows_vector && strided_vector_operand(nest_, eo))
+    c.schedule = column_block_schedule(nest_, d.sizes, c.schedule, lanes_);
+  launch_tiled(graph_, rows_vector ? *tiling_.rows_vector_nest() : nest_, var->fn, d, data, c);
 }
 
 }  // namespace autofuse
