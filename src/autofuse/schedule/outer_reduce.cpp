@@ -175,6 +175,49 @@ std::optional<std::string> try_split(const Graph& g, const std::vector<ValueId>&
   return std::nullopt;
 }
 
+/// The largest subset of `terminal` whose dependents are all epilogue ops (elementwise, reading only results of the
+/// subset, constants and 0-d inputs): candidates are removed while some dependent breaks that rule.
+std::vector<ValueId> epilogue_closed(const Graph& g, std::vector<ValueId> cand) {
+  const size_t n = g.size();
+  for (;;) {
+    std::vector<bool> is_cand(n, false), in_o(n, false);
+    for (ValueId t : cand) is_cand[static_cast<size_t>(t)] = in_o[static_cast<size_t>(t)] = true;
+    for (size_t i = 0; i < n; ++i)
+      for (ValueId u : g.node(static_cast<ValueId>(i)).inputs) in_o[i] = in_o[i] || in_o[static_cast<size_t>(u)];
+    std::vector<bool> drop(n, false);
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (!in_o[i] || is_cand[i]) continue;
+      const Node& nd = g.node(static_cast<ValueId>(i));
+      bool ok = nd.info().category == OpCategory::Elementwise;
+      for (ValueId u : nd.inputs) {
+        const Node& un = g.node(u);
+        ok = ok && (in_o[static_cast<size_t>(u)] || un.op == OpKind::Constant ||
+                    (un.op == OpKind::Input && un.shape.empty()));
+      }
+      if (ok) continue;
+      // Drop every candidate this node depends on.
+      std::vector<ValueId> stack = {static_cast<ValueId>(i)};
+      std::vector<bool> seen(n, false);
+      while (!stack.empty()) {
+        ValueId v = stack.back();
+        stack.pop_back();
+        if (seen[static_cast<size_t>(v)] || !in_o[static_cast<size_t>(v)]) continue;
+        seen[static_cast<size_t>(v)] = true;
+        if (is_cand[static_cast<size_t>(v)]) {
+          drop[static_cast<size_t>(v)] = true;
+          any = true;
+          continue;
+        }
+        for (ValueId u : g.node(v).inputs) stack.push_back(u);
+      }
+    }
+    if (!any) return cand;
+    cand.erase(std::remove_if(cand.begin(), cand.end(), [&](ValueId t) { return drop[static_cast<size_t>(t)]; }),
+               cand.end());
+  }
+}
+
 }  // namespace
 
 std::optional<OuterPlan> plan_outer_reductions(const Graph& g, std::string* why) {
@@ -203,6 +246,12 @@ std::optional<OuterPlan> plan_outer_reductions(const Graph& g, std::string* why)
   OuterPlan pl;
   std::optional<std::string> first = try_split(g, terminal, pl);
   if (!first) return pl;
+  // Terminal reductions whose results are combined with per-row values again (a per-row sum feeding a full output)
+  // are per-row reductions: drop them from the candidates until every dependent of a candidate is an epilogue op.
+  std::vector<ValueId> cand = epilogue_closed(g, terminal);
+  if (!cand.empty() && cand.size() < terminal.size() && !try_split(g, cand, pl)) return pl;
+  by_axes.clear();
+  for (ValueId t : cand) by_axes[{reduced_dims(g, g.node(t)), g.node(g.node(t).inputs[0]).shape.size()}].push_back(t);
   if (by_axes.size() > 1)
     for (const auto& [key, group] : by_axes)
       if (!try_split(g, group, pl)) return pl;
