@@ -18,26 +18,12 @@
 namespace autofuse {
 namespace {
 
-/// Every multi-index of `sizes` in row-major order.
-template <class F>
-void for_each_index(const std::vector<int64_t>& sizes, F f) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  std::vector<int64_t> idx(sizes.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    f(idx);
-    for (size_t i = sizes.size(); i-- > 0;) {
-      if (++idx[i] < sizes[i]) break;
-      idx[i] = 0;
-    }
-  }
-}
 
 HostTensor random_tensor(DType t, const std::vector<int64_t>& sizes, std::mt19937_64& rng, int64_t int_hi) {
   HostTensor x = HostTensor::empty(t, sizes);
   std::uniform_real_distribution<double> u(-2.0, 2.0);
   std::uniform_int_distribution<int64_t> ui(0, std::max<int64_t>(int_hi - 1, 0));
-  for_each_index(sizes, [&](const std::vector<int64_t>& i) {
+  for_each_multi_index(sizes, [&](const std::vector<int64_t>& i) {
     if (is_float(t)) x.set_double(i, u(rng));
     else x.set_int(i, ui(rng));
   });
@@ -49,7 +35,7 @@ std::string compare(const HostTensor& got, const HostTensor& want, double rtol, 
   if (got.sizes != want.sizes || got.dtype != want.dtype)
     return "got " + got.describe() + ", want " + want.describe();
   std::string err;
-  for_each_index(want.sizes, [&](const std::vector<int64_t>& i) {
+  for_each_multi_index(want.sizes, [&](const std::vector<int64_t>& i) {
     if (!err.empty()) return;
     double a = got.get_double(i), b = want.get_double(i);
     if (std::isnan(a) && std::isnan(b)) return;
@@ -70,7 +56,7 @@ HostTensor test_extern(const Node& n, const std::vector<HostTensor>& in) {
   const std::string& name = attr_str(n.attrs, "name");
   if (name == "test.scale2") {
     HostTensor out = HostTensor::empty(n.dtype, in[0].sizes);
-    for_each_index(in[0].sizes, [&](const std::vector<int64_t>& i) { out.set_double(i, 2.0 * in[0].get_double(i)); });
+    for_each_multi_index(in[0].sizes, [&](const std::vector<int64_t>& i) { out.set_double(i, 2.0 * in[0].get_double(i)); });
     return out;
   }
   bool batched = name == "aten.bmm";

@@ -203,7 +203,12 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   const TilingDecision dec = tiling_.decide(d.sizes);
   if (dec.pick().schedule.rows <= 0) return;
   auto var = variant(unit);
-  launch_tiled(graph_, nest_, var->fn, d, data, dec.pick());
+  TilingCandidate c = dec.pick();
+  EmitOptions eo;
+  eo.unit_inner = unit;
+  if (c.kind != TilingKind::Split && strided_vector_operand(nest_, eo))
+    c.schedule = column_block_schedule(nest_, d.sizes, c.schedule, lanes_);
+  launch_tiled(graph_, nest_, var->fn, d, data, c);
 }
 
 }  // namespace autofuse

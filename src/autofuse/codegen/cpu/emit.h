@@ -28,6 +28,11 @@ struct EmitOptions {
 ///             int64_t blk);            // cascade-summation block: inner iterations summed before folding
 using KernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t);
 
+/// Whether a variant reads or writes some operand lane by lane (stride along the vector axis other than 1) in a kernel
+/// whose vector axis is kept (no inner reduction). Such variants number their rows column-block-major (vector block
+/// outermost) and expect a schedule from column_block_schedule (schedule.h).
+bool strided_vector_operand(const LoopNest& nest, const EmitOptions& o);
+
 /// The full source of one kernel variant (helper text included).
 std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOptions& o);
 

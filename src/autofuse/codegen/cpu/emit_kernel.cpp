@@ -96,9 +96,18 @@ class Emitter {
     for (int a : nest_.kept_axes())
       if (a != v_) ko.push_back(a);
     line("const int64_t nvb = (n" + s(v_) + " + vblock - 1) / vblock;");
+    // An operand read lane by lane (strided along the vector axis, e.g. a transposed input) is read cache-line-wise
+    // along some outer axis; rows then run column-block-major (the vector block outermost, the outer index fastest)
+    // so that consecutive rows reuse the same vblock cache lines of that operand (see column_block_schedule).
+    const bool column_major = strided_vector_operand(nest_, o_);
+    if (column_major) {
+      std::string nko = "1";
+      for (int a : ko) nko += " * n" + s(a);
+      line("const int64_t nko = " + nko + ";");
+    }
     open("for (int64_t row = row_begin; row < row_end; ++row)");
-    line("int64_t rest = row;");
-    line("const int64_t vb = rest % nvb; rest /= nvb;");
+    line(column_major ? "int64_t rest = row % nko;" : "int64_t rest = row;");
+    line(column_major ? "const int64_t vb = row / nko;" : "const int64_t vb = rest % nvb; rest /= nvb;");
     decompose_row(ko);
     line("(void)rest;");
     line("const int64_t vbeg = vb * vblock, vend = af_imin<int64_t>(n" + s(v_) + ", vbeg + vblock);");
@@ -463,6 +472,14 @@ class Emitter {
 };
 
 }  // namespace
+
+bool strided_vector_operand(const LoopNest& nest, const EmitOptions& o) {
+  if (nest.inner_reduction) return false;
+  const auto v = static_cast<size_t>(nest.vec_axis());
+  for (size_t k = 0; k < nest.operands.size() && k < o.unit_inner.size(); ++k)
+    if (!o.unit_inner[k] && nest.values[static_cast<size_t>(nest.operands[k])].varies[v]) return true;
+  return false;
+}
 
 std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOptions& o) {
   return Emitter(g, nest, o).run();
