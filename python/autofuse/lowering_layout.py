@@ -21,7 +21,7 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 #: ATen view/layout ops deliberately left to ATen (a view is free there); reported with this reason.
-VIEW_REASON = "layout op without an IR lowering runs as an ATen call"
+VIEW_REASON = "view/layout op without an IR lowering runs as an ATen call"
 #: Overloads of these packets without a lowering in lowering_views.py (e.g. ``select.Dimname``) use this reason too.
 VIEW_OPS = [
     aten.view, aten._unsafe_view, aten.reshape, aten.permute, aten.transpose, aten.t, aten.unsqueeze, aten.squeeze,
