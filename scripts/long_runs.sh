@@ -13,6 +13,7 @@ PY=${PY:-/work/main/.venv/bin/python}
 JOBS=${JOBS:-2}
 LOGDIR=${LOGDIR:-build/long_runs}
 mkdir -p "$LOGDIR"
+LOGDIR=$(cd "$LOGDIR" && pwd)
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 
 hard() {
@@ -33,7 +34,7 @@ conformance() {
   t0=$(date +%s)
   rm -f "$LOGDIR/conformance.jsonl"
   echo "conformance full: AUTOFUSE_CONFORMANCE=full pytest -n $JOBS tests/conformance (started $(date -u +%H:%M:%S))"
-  AUTOFUSE_CONFORMANCE=full AUTOFUSE_CONFORMANCE_LOG="$PWD/$LOGDIR/conformance.jsonl" nice -n 10 "$PY" -m pytest -v \
+  AUTOFUSE_CONFORMANCE=full AUTOFUSE_CONFORMANCE_LOG="$LOGDIR/conformance.jsonl" nice -n 10 "$PY" -m pytest -v \
     -p no:cacheprovider -p no:logging -n "$JOBS" -rfE --tb=short tests/conformance > "$LOGDIR/conformance.log" 2>&1 || rc=1
   grep "conformance counts" "$LOGDIR/conformance.log"
   echo "  $(tail -1 "$LOGDIR/conformance.log") in $(( $(date +%s) - t0 )) s"
