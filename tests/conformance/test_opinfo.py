@@ -206,7 +206,11 @@ def test_opinfo(op, dtype, direction, request):
         assert records, f"{what}: the autofuse backend never ran (Dynamo fell back or did not compile)"
         k = _kernel_count(records)
         try:
-            compare.assert_same(actual, expected, ref, what=f"{direction} {what}")
+            # gradients: the sign of a zero gradient entry depends on how the chain rule is evaluated (PyTorch's
+            # backward decompositions vs eager's fused backward kernels, e.g. nll_loss, prod), so it is not compared;
+            # forward results keep the strict signed-zero check
+            compare.assert_same(actual, expected, ref, what=f"{direction} {what}",
+                                signed_zeros=(direction == "forward"))
         except AssertionError as e:
             raise AssertionError(f"{e}\nfallbacks: {_fallbacks(records)}") from None
         fallbacks = _fallbacks(records)
