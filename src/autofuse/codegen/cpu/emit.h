@@ -7,6 +7,7 @@
 
 #include "autofuse/ir/graph.h"
 #include "autofuse/schedule/loop_nest.h"
+#include "autofuse/schedule/outer_reduce.h"
 
 namespace autofuse {
 
@@ -17,6 +18,9 @@ struct EmitOptions {
   /// vary along it), so whole vectors load/store contiguously; false means strided lane-by-lane access.
   std::vector<bool> unit_inner;
   std::string func_name = "af_kernel";
+  /// Outer (cross-row) reductions (schedule/outer_reduce.h), or null. Their operands are the last ones of the nest:
+  /// pointers to the calling chunk's partials (f64 or int64), accumulated where the reduced value is computed.
+  const OuterPlan* outer = nullptr;
 };
 
 /// The kernel entry point every generated source exports (extern "C"):
@@ -38,6 +42,16 @@ std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOpti
 
 /// The text of the helper header embedded at the top of every kernel source.
 const std::string& af_kernel_header_text();
+
+// ---- outer (cross-row) reductions (emit_outer.cpp) ----
+/// Helper functions of kernels with outer reductions (appended after af_kernel_header_text()).
+const std::string& outer_helpers_text();
+/// Declaration of operand k's pointer, the partials of outer reduction r ("double* __restrict pK = ...").
+std::string outer_operand_decl(const OuterReduction& r, size_t k);
+/// The statement adding value `var` (a vec of the input's compute type) at `ptr` (partials + offset): `lanes` lanes
+/// ("n" in a full pass, "1" for a kept value, whose lanes are all equal).
+std::string outer_accumulate(const OuterReduction& r, const std::string& ptr, const std::string& var,
+                             const std::string& lanes);
 
 // ---- per-op pieces (emit_ops.cpp) ----
 /// C++ type values of dtype t are computed in (uint8_t for bool, float for f16/bf16/f32, ...).

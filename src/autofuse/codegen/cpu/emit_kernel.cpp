@@ -34,6 +34,7 @@ class Emitter {
 
   std::string run() {
     out_ << "#define AF_W " << o_.lanes << "\n" << af_kernel_header_text() << "\n";
+    if (o_.outer) out_ << outer_helpers_text() << "\n";
     out_ << "// Kernel " << g_.name() << ": domain rank " << r_ << ", reduce axes {";
     for (int a : nest_.reduce_axes()) out_ << " " << a;
     out_ << " }, " << (inner_ ? "inner" : "outer/no") << " reduction, " << nest_.num_stages << " stage(s), "
@@ -46,7 +47,8 @@ class Emitter {
     for (size_t k = 0; k < nest_.operands.size(); ++k) {
       const Node& nd = g_.node(nest_.operands[k]);
       const bool is_in = static_cast<int>(k) < nest_.num_inputs;
-      line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
+      if (const OuterReduction* r = outer_of(k)) line(outer_operand_decl(*r, k));
+      else line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
            (is_in ? "const " : "") + storage_ctype(nd.dtype) + "*)data[" + s(k) + "];");
       for (int a = 0; a < r_; ++a)
         if (op_varies(k, a)) line("const int64_t s" + s(k) + "_" + s(a) + " = st[" + s(k * r_ + a) + "];");
@@ -64,6 +66,12 @@ class Emitter {
  private:
   template <class I> static std::string s(I x) { return std::to_string(x); }
   const ValuePlacement& val(ValueId id) const { return nest_.values[static_cast<size_t>(id)]; }
+  /// The outer (cross-row) reduction whose partials operand k is, or null (emit_outer.cpp).
+  const OuterReduction* outer_of(size_t k) const {
+    if (!o_.outer) return nullptr;
+    const size_t first = nest_.operands.size() - o_.outer->reductions.size();
+    return k >= first ? &o_.outer->reductions[k - first] : nullptr;
+  }
   bool op_varies(size_t k, int a) const { return val(nest_.operands[k]).varies[static_cast<size_t>(a)]; }
   void line(const std::string& l) { out_ << std::string(static_cast<size_t>(ind_) * 2, ' ') << l << "\n"; }
   void open(const std::string& l) { line(l + " {"); ++ind_; }
@@ -433,6 +441,10 @@ class Emitter {
     const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype);
     const std::string var = "x" + s(static_cast<int64_t>(id));
     for (int k : outputs_of_[static_cast<size_t>(id)]) {
+      if (const OuterReduction* r = outer_of(static_cast<size_t>(k))) {
+        line(outer_accumulate(*r, "p" + s(k) + " + " + cur_[static_cast<size_t>(k)], var, vp.kept ? "1" : "n"));
+        continue;
+      }
       std::vector<std::string> guards;
       for (int a = 0; a < r_; ++a) {
         if (vp.varies[static_cast<size_t>(a)] || !in_scope_[static_cast<size_t>(a)]) continue;
