@@ -139,6 +139,8 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
     reference evaluator) and warns, or raises under ``strict``."""
     from . import _core as core  # type: ignore
 
+    if not any(kind == "node" for kind, _ in lg.outputs) and not lg.mutations:
+        return []  # nothing to compute: every output is an input, a constant or None (e.g. a zero gradient)
     g, vid = to_core(lg, core, record.name)
     lnode = {v: i for i, v in enumerate(vid)}
     fused = core.fuse(g)
