@@ -286,7 +286,20 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
 
     backend = aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
                            decompositions=decomposition_table(), keep_inference_input_mutations=True)
-    return backend(gm, example_inputs)
+    try:
+        return backend(gm, example_inputs)
+    except Exception as e:  # noqa: BLE001 - AOTAutograd/decomposition failures must not break the user's program
+        from torch._dynamo.exc import TorchDynamoException
+
+        if strict() or isinstance(e, TorchDynamoException):  # Dynamo's own control flow (restarts, skips) passes
+            raise
+        msg = f"autofuse: the graph could not be traced to ATen ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}); " \
+              "it runs eagerly (AUTOFUSE_STRICT=1 raises instead)"
+        warnings.warn(msg)
+        log.warning(msg)
+        RECORDS.append(GraphRecord(name=f"graph{next(_counter)}_untraced", kind="inference", gm=gm, mode="eager",
+                                   reason=msg))
+        return gm.forward
 
 
 def _register() -> None:

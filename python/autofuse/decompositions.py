@@ -24,8 +24,12 @@ EXTRA_DECOMPOSED = [
     aten.native_layer_norm, aten.native_layer_norm_backward, aten.native_group_norm, aten.native_group_norm_backward,
     aten.gelu, aten.gelu_backward, aten.silu, aten.silu_backward, aten._safe_softmax, aten.logsumexp,
     aten.std, aten.std_mean, aten.hardtanh, aten.hardswish, aten.hardsigmoid, aten.leaky_relu, aten.elu, aten.mish,
-    aten.native_batch_norm, aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit_no_training,
+    aten.native_batch_norm, aten._native_batch_norm_legit_functional,
 ]
+
+# Not aten._native_batch_norm_legit_no_training: its decomposition calls the mutating aten._native_batch_norm_legit,
+# which AOTAutograd rejects in an inference graph ("expected an entirely functional graph"; BatchNorm in eval mode).
+# The core table's own entry for it stays.
 
 #: Ops kept whole even if a table would decompose them (compute-bound or not expressible as pointwise/reductions).
 KEEP_WHOLE = [

@@ -286,6 +286,21 @@ TEST(Kernel, TransposedOperandsInColumnBlockOrder) {
   }
 }
 
+// An input whose size is a linear form of a symbol no other dim binds (a convolution's output: s1 - 2) determines
+// that symbol (found through torch: Conv2d + BatchNorm2d in eval mode failed with "unbound size symbol 's1'").
+TEST(Kernel, SolvesLinearInputSizes) {
+  Graph g = parse_graph(R"(graph c(%x: f32[s0, s1 - 2], %w: f32[s1 - 2]) {
+    %y = mul(%x, %w)
+    %z = relu(%y)
+    return %z
+  })");
+  for (int64_t n : {3, 4, 40}) {
+    HostTensor x = random_tensor(DType::Float32, {5, n - 2}, 31);
+    HostTensor w = random_tensor(DType::Float32, {n - 2}, 32);
+    expect_matches_interpreter(g, {x, w});
+  }
+}
+
 TEST(Kernel, ZeroSizeAndZeroDim) {
   Graph g = parse_graph(kSoftmax);
   auto k = Kernel::compile(g);

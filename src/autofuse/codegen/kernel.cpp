@@ -106,6 +106,14 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
     for (size_t j = 0; j < nd.shape.size(); ++j)
       if (nd.shape[j].kind() == Expr::Kind::Sym && !b.count(nd.shape[j].name())) b[nd.shape[j].name()] = t.sizes[j];
   }
+  // Sizes of the form k*s + c (s - 2 after a convolution, 2*s after a concat) determine symbols no bare dim binds.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < ni; ++i) {
+      const Node& nd = body().node(nest_.operands[i]);
+      for (size_t j = 0; j < nd.shape.size(); ++j) changed |= solve_linear_size(nd.shape[j], inputs[i].sizes[j], b);
+    }
+  }
   for (size_t i = 0; i < ni; ++i) {
     const Node& nd = body().node(nest_.operands[i]);
     for (size_t j = 0; j < nd.shape.size(); ++j) {

@@ -186,6 +186,8 @@ std::vector<int64_t> eval_sizes(const Node& n, const Bindings& b) {
 
 }  // namespace
 
+bool solve_linear_size(const Expr& e, int64_t size, Bindings& b) { return try_solve(e, size, b); }
+
 Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs) {
   const std::vector<ValueId> ins = g.inputs();
   if (ins.size() != inputs.size())

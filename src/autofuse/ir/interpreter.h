@@ -29,6 +29,11 @@ namespace autofuse {
 /// the graph cannot be determined from the inputs.
 Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs);
 
+/// Solve `size == e` for e's single unbound symbol when e is k*s + c (k != 0) and the solution is a whole number
+/// >= 0; binds it in b and returns true, else returns false and leaves b unchanged. Used by bind_symbols and by
+/// Kernel::bind (a kernel input of size s1 - 2, e.g. after a convolution, determines s1).
+bool solve_linear_size(const Expr& e, int64_t size, Bindings& b);
+
 /// The concrete sizes of every graph output under the bindings, in Graph::outputs() order.
 /// Throws IRError when a size evaluates negative or a symbol is unbound.
 std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b);
