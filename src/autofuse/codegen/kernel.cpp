@@ -34,6 +34,7 @@ Kernel::Kernel(const Graph& g, LoopNest nest) : graph_(g), nest_(std::move(nest)
   name_ = g.name();
   func_ = "af_" + sanitize(g.name());
   lanes_ = jit_lanes();
+  precision_ = precision_policy_from_env();
   tiling_ = TilingFunction(graph_, nest_, lanes_);
 }
 
@@ -66,6 +67,7 @@ std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& 
   o.lanes = lanes_;
   o.unit_inner = unit_inner;
   o.func_name = func_;
+  o.precision = precision_;
   v->source = emit_cpu_kernel(graph_, nest_, o);
   v->jit = jit_compile(v->source, func_, name_);
   v->fn = reinterpret_cast<KernelFn>(v->jit.entry);
@@ -172,7 +174,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   if (empty_reduce_axis) {
     for (size_t k = ni; k < nops; ++k)
       if (!nest_.values[static_cast<size_t>(nest_.operands[k])].kept && outputs[k - ni].numel() > 0) {
-        interpret_into(graph_, inputs, outputs);
+        interpret_into(graph_, inputs, outputs, InterpretOptions{precision_});
         return;
       }
   }

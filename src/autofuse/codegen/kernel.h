@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autofuse/ir/graph.h"
+#include "autofuse/ir/precision.h"
 #include "autofuse/ir/tensor.h"
 #include "autofuse/schedule/loop_nest.h"
 #include "autofuse/tiling/tiling_function.h"
@@ -42,6 +43,8 @@ class Kernel {
   const std::string& name() const { return name_; }
   const Graph& graph() const { return graph_; }
   const LoopNest& loop_nest() const { return nest_; }
+  /// The f16/bf16 rounding policy the kernel was compiled with (ir/precision.h).
+  PrecisionPolicy precision() const { return precision_; }
   /// Vector lanes of the generated code.
   int lanes() const { return lanes_; }
   /// Number of variants compiled so far (one per stride class seen).
@@ -60,6 +63,9 @@ class Kernel {
   std::string name_;
   std::string func_;
   int lanes_ = 16;
+  /// f16/bf16 rounding policy, read from AUTOFUSE_EMULATE_PRECISION_CASTS when the kernel is compiled; every later
+  /// variant uses the same one.
+  PrecisionPolicy precision_ = PrecisionPolicy::Float32Inside;
   std::string source_;
   TilingFunction tiling_;
   mutable std::mutex mu_;

@@ -33,6 +33,7 @@ class Emitter {
   }
 
   std::string run() {
+    out_ << "// precision policy: " << precision_policy_name(o_.precision) << "\n";
     out_ << "#define AF_W " << o_.lanes << "\n" << af_kernel_header_text() << "\n";
     out_ << "// Kernel " << g_.name() << ": domain rank " << r_ << ", reduce axes {";
     for (int a : nest_.reduce_axes()) out_ << " " << a;
@@ -364,9 +365,7 @@ class Emitter {
       }
       const std::string oct = compute_ctype(nd.dtype);
       if (oct != rt) e = "__builtin_convertvector(" + e + ", vec<" + oct + ">)";
-      if (nd.dtype == DType::Float16) e = "af_rnd_f16(" + e + ")";
-      if (nd.dtype == DType::BFloat16) e = "af_rnd_bf16(" + e + ")";
-      red_value_[id] = e;
+      red_value_[id] = rounded_to(implicit_rounding_dtype(nd.dtype, o_.precision), e);
     }
     (void)p;
   }
@@ -408,12 +407,11 @@ class Emitter {
       e = "(af_splat<int64_t>(" + s(attr_int(nd.attrs, "start")) + ") + af_splat<int64_t>(" +
           s(attr_int(nd.attrs, "step")) + ") * " + idx + ")";
       if (ct != "int64_t") e = "__builtin_convertvector(" + e + ", vec<" + ct + ">)";
-      if (nd.dtype == DType::Float16) e = "af_rnd_f16(" + e + ")";
-      if (nd.dtype == DType::BFloat16) e = "af_rnd_bf16(" + e + ")";
+      e = rounded_to(nd.dtype, e);  // a source: its values are values of its dtype
     } else {
       std::vector<std::string> args;
       for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
-      e = op_expression(g_, nd, args);
+      e = op_expression(g_, nd, args, o_.precision);
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
   }
