@@ -10,6 +10,7 @@ another graph reuses the Kernel object; kernels of another size share the C++ mo
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any, Dict, List, Tuple
 
@@ -79,8 +80,9 @@ def kernel_compiler(core):
 
 
 def compile_kernel(core, subgraph):
-    """Compile one kernel sub-graph, memoized by its IR text."""
-    key = str(subgraph)
+    """Compile one kernel sub-graph, memoized by its IR text and the precision policy (kernels read
+    AUTOFUSE_EMULATE_PRECISION_CASTS when they are compiled, so the two policies never share a Kernel)."""
+    key = os.environ.get("AUTOFUSE_EMULATE_PRECISION_CASTS", "") + "|" + str(subgraph)
     k = _KERNELS.get(key)
     if k is None:
         k = kernel_compiler(core)(subgraph)
