@@ -16,19 +16,6 @@
 namespace autofuse::cli {
 namespace {
 
-void for_each_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& f) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  std::vector<int64_t> idx(sizes.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    f(idx);
-    for (size_t d = sizes.size(); d-- > 0;) {
-      if (++idx[d] < sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
 /// Relative tolerance by dtype: a few ulps of the format plus transcendental error (SLEEF u10: 1 ulp).
 double tolerance(DType t) {
   switch (t) {
@@ -73,7 +60,7 @@ int cmd_run(const Args& args) {
   for (ValueId in : g.inputs()) {
     const Node& n = g.node(in);
     HostTensor t = HostTensor::empty(n.dtype, eval_shape(n.shape, b));
-    for_each_index(t.sizes, [&](const std::vector<int64_t>& i) {
+    for_each_multi_index(t.sizes, [&](const std::vector<int64_t>& i) {
       if (is_float(n.dtype)) t.set_double(i, nd(rng));
       else if (n.dtype == DType::Bool) t.set_int(i, static_cast<int64_t>(rng() & 1));
       else t.set_int(i, static_cast<int64_t>(rng() % 41) - (n.dtype == DType::UInt8 ? 0 : 20));
@@ -99,7 +86,7 @@ int cmd_run(const Args& args) {
     double max_abs = 0, max_rel = 0;
     bool bad = false;
     const double tol = tolerance(outs[o].dtype);
-    for_each_index(outs[o].sizes, [&](const std::vector<int64_t>& i) {
+    for_each_multi_index(outs[o].sizes, [&](const std::vector<int64_t>& i) {
       double x = outs[o].get_double(i), w = want[o].get_double(i);
       if (std::isnan(w) || std::isnan(x)) { bad = bad || (std::isnan(w) != std::isnan(x)); return; }
       if (std::isinf(w) || std::isinf(x)) { bad = bad || x != w; return; }

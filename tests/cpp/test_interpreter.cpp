@@ -48,6 +48,11 @@ TEST(InterpBind, BindsSymbolsAndSolvesLinearSizes) {
               bind_symbols(g, {HostTensor::empty(DType::Float32, {4, 5})});
             }),
             "graph b takes 3 inputs, got 1");
+  // A constant size is named once: "expected 8", not "expected 8 = 8".
+  Graph c("c");
+  c.set_outputs({c.add_input("w", DType::Float32, {Expr(8)})});
+  EXPECT_EQ(error_of([&] { bind_symbols(c, {HostTensor::empty(DType::Float32, {7})}); }),
+            "input %w: dim 0 has size 7, expected 8");
 }
 
 TEST(InterpBind, RejectsRankDtypeAndSymbolConflicts) {

@@ -24,19 +24,6 @@ const T& pick(const std::vector<T>& v, std::mt19937_64& rng) {
 bool coin(std::mt19937_64& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
 int uni(std::mt19937_64& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 
-void for_each_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& f) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  std::vector<int64_t> idx(sizes.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    f(idx);
-    for (size_t d = sizes.size(); d-- > 0;) {
-      if (++idx[d] < sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
 std::string layout_name(Layout l) {
   switch (l) {
     case Layout::Contiguous: return "contiguous";
@@ -89,7 +76,7 @@ void fill_random(HostTensor& t, std::mt19937_64& rng, bool specials) {
   std::normal_distribution<double> nd;
   const double kSpecial[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
                              -std::numeric_limits<double>::infinity(), -0.0, 0.0};
-  for_each_index(t.sizes, [&](const std::vector<int64_t>& idx) {
+  for_each_multi_index(t.sizes, [&](const std::vector<int64_t>& idx) {
     if (is_float(t.dtype)) {
       double v = nd(rng);
       if (specials && coin(rng, 0.05)) v = kSpecial[uni(rng, 0, 4)];
@@ -119,11 +106,11 @@ std::string compare(const HostTensor& got, const HostTensor& want, double tol) {
   std::string err;
   if (is_float(want.dtype)) {
     double scale = 1;
-    for_each_index(want.sizes, [&](const std::vector<int64_t>& i) {
+    for_each_multi_index(want.sizes, [&](const std::vector<int64_t>& i) {
       double w = want.get_double(i);
       if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
     });
-    for_each_index(want.sizes, [&](const std::vector<int64_t>& i) {
+    for_each_multi_index(want.sizes, [&](const std::vector<int64_t>& i) {
       if (!err.empty()) return;
       double g = got.get_double(i), w = want.get_double(i);
       bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : std::fabs(g - w) <= tol * (std::fabs(w) + scale);
@@ -136,7 +123,7 @@ std::string compare(const HostTensor& got, const HostTensor& want, double tol) {
       err = o.str();
     });
   } else {
-    for_each_index(want.sizes, [&](const std::vector<int64_t>& i) {
+    for_each_multi_index(want.sizes, [&](const std::vector<int64_t>& i) {
       if (!err.empty()) return;
       int64_t g = got.get_int(i), w = want.get_int(i);
       if (g == w) return;
@@ -206,7 +193,7 @@ std::string run_case(const RandomGraph& rg, const Bindings& b, std::mt19937_64& 
     auto dump = [](const char* what, const HostTensor& t) {
       std::fprintf(stderr, "%s %s:", what, t.describe().c_str());
       int64_t shown = 0;
-      for_each_index(t.sizes, [&](const std::vector<int64_t>& i) {
+      for_each_multi_index(t.sizes, [&](const std::vector<int64_t>& i) {
         if (shown++ < 12) std::fprintf(stderr, " %g", t.get_double(i));
       });
       std::fprintf(stderr, "\n");

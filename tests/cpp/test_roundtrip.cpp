@@ -282,7 +282,7 @@ class RandomGraphs {
 
 uint64_t test_seed() {
   if (const char* s = std::getenv("AUTOFUSE_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-  return std::random_device{}();
+  return 20261129;  // fixed default: make test is reproducible; set AUTOFUSE_TEST_SEED to explore other seeds
 }
 
 TEST(RoundTrip, RandomGraphs) {

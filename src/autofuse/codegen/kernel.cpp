@@ -104,7 +104,8 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
       }
       if (want != inputs[i].sizes[j])
         throw IRError("kernel " + name_ + ": input %" + nd.name + " dim " + std::to_string(j) + " has size " +
-                      std::to_string(inputs[i].sizes[j]) + ", expected " + nd.shape[j].str() + " = " +
+                      std::to_string(inputs[i].sizes[j]) + ", expected " +
+                      (nd.shape[j].is_const() ? std::string() : nd.shape[j].str() + " = ") +
                       std::to_string(want));
     }
   }

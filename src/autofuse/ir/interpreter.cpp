@@ -230,7 +230,8 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs) {
       const int64_t want = n.shape[d].eval(b);
       if (want != inputs[k].sizes[d])
         throw IRError(input_label(n) + ": dim " + std::to_string(d) + " has size " +
-                      std::to_string(inputs[k].sizes[d]) + ", expected " + n.shape[d].str() + " = " +
+                      std::to_string(inputs[k].sizes[d]) + ", expected " +
+                      (n.shape[d].is_const() ? std::string() : n.shape[d].str() + " = ") +
                       std::to_string(want));
     }
   }

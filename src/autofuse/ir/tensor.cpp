@@ -217,4 +217,17 @@ double round_to_dtype(double v, DType t) {
   }
 }
 
+void for_each_multi_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& fn) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<int64_t> idx(sizes.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    fn(idx);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 }  // namespace autofuse

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct HostTensor {
   void set_int(const std::vector<int64_t>& index, int64_t v);
   std::string describe() const;  ///< "f32[3, 4] strides [4, 1]"
 };
+
+/// Calls fn(index) for every multi-index of `sizes` in row-major order (the last axis fastest); nothing for 0 elements.
+/// The index vector is reused between calls. For test and tool code: one std::function call per element.
+void for_each_multi_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& fn);
 
 /// Row-major contiguous strides for sizes.
 std::vector<int64_t> contiguous_strides_i64(const std::vector<int64_t>& sizes);
