@@ -11,15 +11,16 @@
 
 from __future__ import annotations
 
-import random
+import os
 
 import pytest
 import torch
 
 from autofuse import backend
 
-SEED = random.randrange(1 << 30)
-print(f"test_precision_policy seed {SEED}")
+# A fixed default keeps make test reproducible; AUTOFUSE_TEST_SEED explores other draws.
+SEED = int(os.environ.get("AUTOFUSE_TEST_SEED", "20261129"))
+print(f"test_precision_policy seed {SEED} (AUTOFUSE_TEST_SEED)")
 
 needs_native = pytest.mark.skipif(not backend.has_native_kernels(), reason="needs the native kernel path (_core.Kernel)")
 
