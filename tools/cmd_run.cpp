@@ -16,16 +16,6 @@
 namespace autofuse::cli {
 namespace {
 
-/// Relative tolerance by dtype: a few ulps of the format plus transcendental error (SLEEF u10: 1 ulp).
-double tolerance(DType t) {
-  switch (t) {
-    case DType::Float16: return 2e-2;
-    case DType::BFloat16: return 6e-2;
-    case DType::Float32: return 2e-4;
-    case DType::Float64: return 1e-9;
-    default: return 0;
-  }
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -85,7 +75,7 @@ int cmd_run(const Args& args) {
   for (size_t o = 0; o < outs.size(); ++o) {
     double max_abs = 0, max_rel = 0;
     bool bad = false;
-    const double tol = tolerance(outs[o].dtype);
+    const double tol = kernel_tolerance(outs[o].dtype);
     for_each_multi_index(outs[o].sizes, [&](const std::vector<int64_t>& i) {
       double x = outs[o].get_double(i), w = want[o].get_double(i);
       if (std::isnan(w) || std::isnan(x)) { bad = bad || (std::isnan(w) != std::isnan(x)); return; }

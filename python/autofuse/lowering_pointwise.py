@@ -181,7 +181,10 @@ def _add_sub(L: Lowerer, node) -> int:
     if dt == torch.bool:
         if node.target.overloadpacket is aten.sub:
             raise Unsupported("bool subtraction")
-        return _op(L, "logical_or", [L.operand(a, dt), L.operand(b, dt)], dtype=torch.bool)
+        y = L.operand(b, dt)
+        if not node.kwargs.get("alpha", 1):  # add(x, y, alpha=False) is x (broadcast to y's shape), as in eager
+            y = _op(L, "logical_and", [y, L.constant(False, dt)], dtype=torch.bool)
+        return _op(L, "logical_or", [L.operand(a, dt), y], dtype=torch.bool)
     op = "add" if node.target.overloadpacket is aten.add else "sub"
     return _op(L, op, [L.operand(a, dt), _scaled(L, node, b, dt)])
 

@@ -196,6 +196,24 @@ def copy_bandwidth_gbs(nbytes: int = 256 << 20, repeats: int = 7) -> float:
     return value
 
 
+def fresh_copy_bandwidth_gbs(nbytes: int = 256 << 20, repeats: int = 7) -> float:
+    """Copy bandwidth in GB/s when the destination is allocated by each call (``torch.clone`` of an ``nbytes`` float32
+    tensor; nbytes read + nbytes written; median of ``repeats``). This is the ceiling for any out-of-place op in this
+    process: at DRAM sizes glibc returns large blocks to the OS on free, so each new output's pages are faulted in
+    and zeroed by the kernel on first touch. Requires torch."""
+    import torch
+
+    src = torch.ones(nbytes // 4, dtype=torch.float32)
+    src.clone()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = src.clone()
+        times.append(time.perf_counter() - t0)
+        del out
+    return 2 * nbytes / statistics.median(times) / 1e9
+
+
 def _copy_times(nbytes: int, repeats: int) -> list[float]:
     try:
         import torch

@@ -1,12 +1,21 @@
 """Comparison helpers shared by the conformance suites: eager vs compiled, with an fp64 reference for fp16/bf16.
 
-Policy (docs/precision.md): integers, bool and comparison results are exact; float32/float64 use
-``torch.testing.assert_close``'s default tolerances for the dtype (float32: rtol 1.3e-6, atol 1e-5; float64: rtol 1e-7,
-atol 1e-7) scaled by ``FLOAT_TOL_SCALE`` for ops whose kernels use vectorized math (SLEEF, 1-ulp functions);
-NaN positions and the sign of zero results must match eager. For float16/bfloat16 a result passes when it is within the
-dtype's default tolerance of eager, or when it is at least as close to the float64 reference as eager's result
-(plus one unit in the last place of the low-precision dtype): our kernels keep fp32 intermediates and round once at
-the output, which can be more accurate than eager's rounding after every op.
+This file is the one place where the tolerances of the conformance suites live (docs/precision.md explains them):
+
+* Integers, bool, comparison results and indices: exact.
+* float32/float64: ``torch.testing.assert_close``'s default tolerance for the dtype (float32: rtol 1.3e-6, atol 1e-5;
+  float64: rtol 1e-7, atol 1e-7) times ``FLOAT_TOL_SCALE`` (4: our vectorized math (SLEEF, 1-ulp functions) differs
+  from ATen's by up to a few ulp per op; the hard-input chains pass 64 for chains of up to 5 such ops). NaN positions
+  and the sign of zero results must equal eager's.
+* float16/bfloat16 (``LOWP``): an element passes when it equals eager's, or is within the dtype's default tolerance of
+  eager (f16: rtol 1e-3, atol 1e-5; bf16: rtol 1.6e-2, atol 1e-5), or (with a float64 reference: the same program on
+  the inputs upcast to float64) when it is no further from the reference than eager's result plus one ulp of the dtype
+  at the reference value. The last rule exists because kernels compute f16/bf16 in float32 between ops and round at
+  their outputs (the default precision policy), which is often more accurate than eager's rounding after every op;
+  it never accepts a result worse than eager's. NaN and inf count as infinitely far from a finite reference, so ours
+  may be finite where eager's per-op rounding overflowed (f16 max is 65504) only if ours is close to the reference,
+  and ours may never be NaN where eager is not. A zero of the wrong sign passes only with the reference's sign.
+  Without a reference, NaN positions and signed zeros must match eager exactly.
 """
 
 from __future__ import annotations
@@ -23,23 +32,41 @@ _DEFAULT_TOL = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), tor
                 torch.float64: (1e-7, 1e-7)}
 
 
-def _lowp_vs_reference(actual: torch.Tensor, expected: torch.Tensor, ref: torch.Tensor, what: str) -> None:
-    """Accept ``actual`` if it is no further from the fp64 reference ``ref`` than eager (+1 ulp of its dtype)."""
-    a, e, r = actual.double(), expected.double(), ref.double()
-    eps = torch.finfo(actual.dtype).eps
-    tiny = torch.finfo(actual.dtype).tiny
-    ulp = eps * r.abs().clamp_min(tiny)
-    err_a = (a - r).abs()
-    err_e = (e - r).abs()
-    both_nan = a.isnan() & e.isnan()
-    same_inf = (a == e) & a.isinf()
-    ok = both_nan | same_inf | (err_a <= err_e + ulp)
+def _dist(v: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """|v - r| in float64 with NaN == NaN and equal infinities at distance 0, NaN vs a number at distance inf."""
+    d = (v - r).abs()
+    d = torch.where(v == r, torch.zeros_like(d), d)
+    d = torch.where(v.isnan() & r.isnan(), torch.zeros_like(d), d)
+    return torch.where(d.isnan(), torch.full_like(d, float("inf")), d)
+
+
+def _lowp_check(actual: torch.Tensor, expected: torch.Tensor, ref: Optional[torch.Tensor], what: str) -> None:
+    """The float16/bfloat16 rule of the module docstring, element by element; raises AssertionError naming the first
+    bad element (ours, eager, fp64)."""
+    a, e = actual.double(), expected.double()
+    rtol, atol = _DEFAULT_TOL[actual.dtype]
+    nan_a, nan_e = a.isnan(), e.isnan()
+    both_zero = (a == 0) & (e == 0)
+    same = ((a == e) & (torch.signbit(a) == torch.signbit(e))) | (nan_a & nan_e)
+    near = ~nan_a & ~nan_e & ~both_zero & ((a - e).abs() <= atol + rtol * e.abs())
+    ok = same | near
+    if ref is not None and isinstance(ref, torch.Tensor) and ref.shape == actual.shape:
+        r = ref.double()
+        fi = torch.finfo(actual.dtype)
+        ulp = fi.eps * r.abs().clamp_min(fi.tiny)
+        zero_sign_ok = (a != 0) | (torch.signbit(a) == torch.signbit(r))
+        better = (_dist(a, r) <= _dist(e, r) + ulp) & (~nan_a | r.isnan()) & zero_sign_ok
+        # where eager is NaN/inf but the reference is finite (eager's per-op rounding overflowed), "no worse than
+        # eager" says nothing: ours must then be within the dtype's tolerance of the reference itself
+        eager_lost = ~e.isfinite() & r.isfinite()
+        better &= ~eager_lost | ((a - r).abs() <= atol + rtol * r.abs() + ulp)
+        ok |= better
     if not bool(ok.all()):
         i = int((~ok).flatten().nonzero()[0])
+        ref_txt = "" if ref is None else f", fp64 {ref.double().flatten()[i].item()!r}"
         raise AssertionError(
-            f"{what}: {int((~ok).sum())} of {ok.numel()} elements are further from the fp64 reference than eager; "
-            f"first at flat index {i}: ours {a.flatten()[i].item()!r}, eager {e.flatten()[i].item()!r}, "
-            f"fp64 {r.flatten()[i].item()!r}")
+            f"{what}: {int((~ok).sum())} of {ok.numel()} elements fail the {actual.dtype} rule (compare.py); "
+            f"first at flat index {i}: ours {a.flatten()[i].item()!r}, eager {e.flatten()[i].item()!r}{ref_txt}")
 
 
 def assert_same(actual: Any, expected: Any, ref64: Optional[Any] = None, what: str = "output",
@@ -67,19 +94,16 @@ def assert_same(actual: Any, expected: Any, ref64: Optional[Any] = None, what: s
         if not e.is_floating_point():
             torch.testing.assert_close(a, e, rtol=0, atol=0, msg=lambda m: f"{name} (exact): {m}")
             continue
+        if e.dtype in LOWP:
+            if not signed_zeros:  # the caller says the sign of a zero result is undefined here: take eager's
+                a = torch.where((a == 0) & (e == 0), e, a)
+            _lowp_check(a, e, r, name)
+            continue
         nan_a, nan_e = a.isnan(), e.isnan()
         assert torch.equal(nan_a, nan_e), f"{name}: NaN positions differ from eager"
         zeros = (e == 0) & (a == 0)
         if signed_zeros and bool(zeros.any()):
             assert torch.equal(torch.signbit(a[zeros]), torch.signbit(e[zeros])), f"{name}: sign of zero differs"
         rtol, atol = _DEFAULT_TOL[e.dtype]
-        if e.dtype in LOWP:
-            try:
-                torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True)
-            except AssertionError:
-                if r is None or not isinstance(r, torch.Tensor) or r.shape != e.shape:
-                    raise
-                _lowp_vs_reference(a, e, r, name)
-        else:
-            torch.testing.assert_close(a, e, rtol=rtol * tol_scale, atol=atol * tol_scale, equal_nan=True,
-                                       msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(a, e, rtol=rtol * tol_scale, atol=atol * tol_scale, equal_nan=True,
+                                   msg=lambda m: f"{name}: {m}")

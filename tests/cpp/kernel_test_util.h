@@ -14,6 +14,14 @@
 
 namespace autofuse::kernel_testing {
 
+/// Random draws shared by the generators: an element of v, true with probability p, an int in [lo, hi].
+template <class T>
+const T& pick(const std::vector<T>& v, std::mt19937_64& rng) {
+  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+}
+inline bool coin(std::mt19937_64& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
+inline int uni(std::mt19937_64& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
 /// Memory layout of a test tensor.
 enum class Layout { Contiguous, Permuted, Gapped, Expanded };
 

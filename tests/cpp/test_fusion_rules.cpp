@@ -58,13 +58,30 @@ TEST(FusionRules, SoftmaxIsOneKernelReducingTheRow) {
   EXPECT_TRUE(f.report.refusals.empty()) << f.report.str();
 }
 
-TEST(FusionRules, DifferentReductionAxesAreRefused) {
+TEST(FusionRules, ColumnSumsAfterRowSumsRunAcrossRows) {
+  // Row sums, then sums over the rows of a full value: one kernel with a cross-row reduction over axis 0.
   Graph g("rows_then_cols");
   ValueId x = g.add_input("x", DType::Float32, {S("s0"), S("s1")});
   ValueId rs = g.reduce(OpKind::Sum, x, {1}, true);
   ValueId y = g.add(OpKind::Sub, {x, rs});
   ValueId cs = g.reduce(OpKind::Sum, y, {0}, true);
   g.set_outputs({cs});
+  FusedGraph f = fuse(g);
+  ASSERT_EQ(f.num_kernels(), 1) << f.str();
+  EXPECT_EQ(f.groups[0].space.reduce_axes, (std::vector<int64_t>{1}));
+  EXPECT_EQ(f.groups[0].space.outer_axes, (std::vector<int64_t>{0}));
+  EXPECT_TRUE(f.report.refusals.empty()) << f.report.str();
+}
+
+TEST(FusionRules, DifferentReductionAxesAreRefused) {
+  // The column sums feed back into per-element values: not an epilogue, so two kernels, and the refusal says why.
+  Graph g("rows_then_cols_back");
+  ValueId x = g.add_input("x", DType::Float32, {S("s0"), S("s1")});
+  ValueId rs = g.reduce(OpKind::Sum, x, {1}, true);
+  ValueId y = g.add(OpKind::Sub, {x, rs});
+  ValueId cs = g.reduce(OpKind::Sum, y, {0}, true);
+  ValueId z = g.add(OpKind::Sub, {y, cs});
+  g.set_outputs({z});
   FusedGraph f = fuse(g);
   EXPECT_EQ(f.num_kernels(), 2) << f.str();
   ASSERT_TRUE(f.report.refused_with(nf::kReduceAxes)) << f.report.str();

@@ -17,12 +17,6 @@ namespace autofuse::kernel_testing {
 
 namespace {
 
-template <class T>
-const T& pick(const std::vector<T>& v, std::mt19937_64& rng) {
-  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-}
-bool coin(std::mt19937_64& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
-int uni(std::mt19937_64& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 
 std::string layout_name(Layout l) {
   switch (l) {
@@ -91,15 +85,7 @@ void fill_random(HostTensor& t, std::mt19937_64& rng, bool specials) {
   });
 }
 
-double default_tolerance(DType t) {
-  switch (t) {
-    case DType::Float16: return 2e-2;
-    case DType::BFloat16: return 6e-2;
-    case DType::Float32: return 2e-4;
-    case DType::Float64: return 1e-9;
-    default: return 0;
-  }
-}
+double default_tolerance(DType t) { return kernel_tolerance(t); }
 
 std::string compare(const HostTensor& got, const HostTensor& want, double tol) {
   if (got.sizes != want.sizes) return "sizes differ: " + got.describe() + " vs " + want.describe();

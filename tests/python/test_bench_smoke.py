@@ -42,7 +42,7 @@ def test_schema(doc):
     for key in ("date", "command", "machine", "config", "bytes_definition", "timing", "copy_bandwidth_gbs",
                 "results", "load_average", "wall_s", "summary"):
         assert key in doc, key
-    assert doc["copy_bandwidth_gbs"] > 0
+    assert doc["copy_bandwidth_gbs"] > 0 and doc["fresh_copy_bandwidth_gbs"] > 0
     assert "partial" not in doc
     assert len(doc["results"]) == len(patterns.PATTERNS)
     text = json.dumps(doc)  # the document must serialise
@@ -58,6 +58,7 @@ def test_every_case_timed_and_checked(doc):
             assert e["median_s"] > 0 and e["min_s"] <= e["median_s"]
             assert math.isclose(e["gbs"], r["bytes"] / e["median_s"] / 1e9)
             assert e["pct_bw"] > 0
+            assert math.isclose(e["pct_fresh_bw"], 100 * e["gbs"] / doc["fresh_copy_bandwidth_gbs"])
         # the FX stand-in computes exactly what eager computes
         assert ok["ok"] is True, (r["pattern"], ok)
         assert ok["max_abs_err"] <= 1e-5 * max(1.0, ok["max_abs_ref"])

@@ -301,7 +301,9 @@ def run_suite(patterns, dtypes, sizes, backends=BACKENDS, reps: int = 10, min_ru
     af_import_error = _import_autofuse() if "autofuse" in backends else None
     load_start = os.getloadavg()
     bw = _profile.copy_bandwidth_gbs()
-    log(f"copy bandwidth: {bw:.2f} GB/s (torch copy_ of 256 MB, read + write, median of 7)")
+    fresh_bw = _profile.fresh_copy_bandwidth_gbs()
+    log(f"copy bandwidth: {bw:.2f} GB/s (torch copy_ of 256 MB into a preallocated tensor, read + write, median "
+        f"of 7); {fresh_bw:.2f} GB/s into a fresh tensor (clone: the output's pages are faulted in on each call)")
     if af_import_error:
         log(f"autofuse import failed: {af_import_error}")
     doc = {"schema": SCHEMA, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -313,7 +315,8 @@ def run_suite(patterns, dtypes, sizes, backends=BACKENDS, reps: int = 10, min_ru
            "bytes_definition": "unique input bytes + output bytes (elements x element size); GB = 1e9 bytes",
            "timing": "median over reps rounds; backends interleaved round-robin (order rotates each round); "
                      "outputs allocated per call",
-           "copy_bandwidth_gbs": bw, "autofuse_import_error": af_import_error, "results": []}
+           "copy_bandwidth_gbs": bw, "fresh_copy_bandwidth_gbs": fresh_bw,
+           "autofuse_import_error": af_import_error, "results": []}
     total = len(patterns) * len(dtypes) * len(sizes)
     i = 0
     for size in sizes:
@@ -325,6 +328,7 @@ def run_suite(patterns, dtypes, sizes, backends=BACKENDS, reps: int = 10, min_ru
                 for b, e in rec["backends"].items():
                     if "median_s" in e:
                         e["pct_bw"] = 100.0 * e["gbs"] / bw
+                        e["pct_fresh_bw"] = 100.0 * e["gbs"] / fresh_bw
                 doc["results"].append(rec)
                 log(report.case_line(rec, i, total, time.perf_counter() - t0))
                 if checkpoint is not None:

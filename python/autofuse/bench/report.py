@@ -61,6 +61,10 @@ def summarize(doc: dict) -> dict:
         b: (statistics.median(v) if (v := [r["backends"][b]["pct_bw"] for r in res
                                           if r["size"] == "large" and "pct_bw" in r["backends"].get(b, {})])
             else None) for b in backends}
+    out["median_pct_fresh_bw_large"] = {
+        b: (statistics.median(v) if (v := [r["backends"][b]["pct_fresh_bw"] for r in res
+                                          if r["size"] == "large" and "pct_fresh_bw" in r["backends"].get(b, {})])
+            else None) for b in backends}
     return out
 
 
@@ -178,6 +182,11 @@ def summary_lines(doc: dict) -> list[str]:
     pct = s["median_pct_bw_large"]
     lines.append("median % of copy bandwidth over DRAM-sized cases: " + ", ".join(
         f"{b} {'n/a' if v is None else f'{v:.0f}%'}" for b, v in pct.items()) + " (autofuse target >= 80%)")
+    fresh = s.get("median_pct_fresh_bw_large") or {}
+    if doc.get("fresh_copy_bandwidth_gbs") and any(v is not None for v in fresh.values()):
+        lines.append(f"median % of the fresh-output copy bandwidth ({doc['fresh_copy_bandwidth_gbs']:.2f} GB/s, "
+                     "clone) over DRAM-sized cases: " + ", ".join(
+                         f"{b} {'n/a' if v is None else f'{v:.0f}%'}" for b, v in fresh.items()))
     if s.get("autofuse_not_compiled"):
         nc = s["autofuse_not_compiled"]
         lines.append(f"autofuse ran eager stand-ins or fell back on {len(nc)} case(s): " + ", ".join(nc[:8]) +

@@ -6,19 +6,20 @@
 
 #include "autofuse/codegen/cpu/emit.h"
 #include "autofuse/codegen/cpu/jit.h"
+#include "autofuse/codegen/kernel_variant.h"
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/schedule/schedule.h"
 #include "autofuse/tiling/launch.h"
 
 namespace autofuse {
 
-struct Kernel::Variant {
-  JitKernel jit;
-  KernelFn fn = nullptr;
-  std::string source;
-};
-
-std::optional<std::string> kernel_unsupported_reason(const Graph& g) { return loop_nest_unsupported_reason(g); }
+std::optional<std::string> kernel_unsupported_reason(const Graph& g) {
+  auto why = loop_nest_unsupported_reason(g);
+  if (!why) return why;
+  std::string outer_why;
+  if (plan_outer_reductions(g, &outer_why)) return std::nullopt;
+  return *why + " (nor as a kernel with cross-row reductions: " + outer_why + ")";
+}
 
 namespace {
 
@@ -30,20 +31,30 @@ std::string sanitize(const std::string& s) {
 
 }  // namespace
 
-Kernel::Kernel(const Graph& g, LoopNest nest) : graph_(g), nest_(std::move(nest)) {
+Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer)
+    : graph_(g), outer_(std::move(outer)), nest_(std::move(nest)) {
   name_ = g.name();
   func_ = "af_" + sanitize(g.name());
   lanes_ = jit_lanes();
   precision_ = precision_policy_from_env();
-  tiling_ = TilingFunction(graph_, nest_, lanes_);
+  tiling_ = TilingFunction(body(), nest_, lanes_);
 }
 
 std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
-  std::shared_ptr<Kernel> k(new Kernel(g, build_loop_nest(g)));
+  std::shared_ptr<Kernel> k;
+  if (loop_nest_unsupported_reason(g)) {
+    std::string why;
+    auto plan = plan_outer_reductions(g, &why);
+    if (!plan) throw IRError(*kernel_unsupported_reason(g));
+    LoopNest nest = plan->nest;
+    k.reset(new Kernel(g, std::move(nest), std::make_shared<const OuterPlan>(std::move(*plan))));
+  } else {
+    k.reset(new Kernel(g, build_loop_nest(g)));
+  }
   // Default stride class: unit-stride innermost, unless an input declares other strides.
   std::vector<bool> unit(k->nest_.operands.size(), true);
   for (int i = 0; i < k->nest_.num_inputs; ++i) {
-    const Node& nd = g.node(k->nest_.operands[static_cast<size_t>(i)]);
+    const Node& nd = k->body().node(k->nest_.operands[static_cast<size_t>(i)]);
     if (has_attr(nd.attrs, "strides") && !nd.shape.empty()) {
       const auto& st = attr_shape(nd.attrs, "strides");
       if (!st.empty() && st.back().as_const() != std::optional<int64_t>(1)) unit[static_cast<size_t>(i)] = false;
@@ -68,7 +79,8 @@ std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& 
   o.unit_inner = unit_inner;
   o.func_name = func_;
   o.precision = precision_;
-  v->source = emit_cpu_kernel(graph_, nest_, o);
+  o.outer = outer_.get();
+  v->source = emit_cpu_kernel(body(), nest_, o);
   v->jit = jit_compile(v->source, func_, name_);
   v->fn = reinterpret_cast<KernelFn>(v->jit.entry);
   variants_[unit_inner] = v;
@@ -81,7 +93,7 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
     throw IRError("kernel " + name_ + ": expected " + std::to_string(ni) + " inputs, got " + std::to_string(inputs.size()));
   Bindings b;
   for (size_t i = 0; i < ni; ++i) {
-    const Node& nd = graph_.node(nest_.operands[i]);
+    const Node& nd = body().node(nest_.operands[i]);
     const HostTensor& t = inputs[i];
     if (t.dtype != nd.dtype)
       throw IRError("kernel " + name_ + ": input %" + nd.name + " has dtype " + std::string(dtype_name(t.dtype)) +
@@ -93,7 +105,7 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
       if (nd.shape[j].kind() == Expr::Kind::Sym && !b.count(nd.shape[j].name())) b[nd.shape[j].name()] = t.sizes[j];
   }
   for (size_t i = 0; i < ni; ++i) {
-    const Node& nd = graph_.node(nest_.operands[i]);
+    const Node& nd = body().node(nest_.operands[i]);
     for (size_t j = 0; j < nd.shape.size(); ++j) {
       int64_t want = 0;
       try {
@@ -120,6 +132,10 @@ std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTen
 }
 
 void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
+  if (outer_) {
+    run_outer(inputs, outputs);
+    return;
+  }
   Bindings b = bind(inputs);
   const size_t nops = nest_.operands.size();
   const size_t ni = static_cast<size_t>(nest_.num_inputs);
@@ -205,7 +221,12 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   const TilingDecision dec = tiling_.decide(d.sizes);
   if (dec.pick().schedule.rows <= 0) return;
   auto var = variant(unit);
-  launch_tiled(graph_, nest_, var->fn, d, data, dec.pick());
+  TilingCandidate c = dec.pick();
+  EmitOptions eo;
+  eo.unit_inner = unit;
+  if (c.kind != TilingKind::Split && strided_vector_operand(nest_, eo))
+    c.schedule = column_block_schedule(nest_, d.sizes, c.schedule, lanes_);
+  launch_tiled(graph_, nest_, var->fn, d, data, c);
 }
 
 }  // namespace autofuse

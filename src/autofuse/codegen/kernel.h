@@ -13,12 +13,14 @@
 #include "autofuse/ir/precision.h"
 #include "autofuse/ir/tensor.h"
 #include "autofuse/schedule/loop_nest.h"
+#include "autofuse/schedule/outer_reduce.h"
 #include "autofuse/tiling/tiling_function.h"
 
 namespace autofuse {
 
 /// nullopt if g compiles to one kernel; else why not, naming the node (layout ops other than broadcast_to,
-/// reductions over different axis sets, extern ops, ...).
+/// reductions over different axis sets, extern ops, ...). A graph that is not one loop nest may still be one kernel
+/// with outer (cross-row) reductions (schedule/outer_reduce.h); the reason then also says why that split fails.
 std::optional<std::string> kernel_unsupported_reason(const Graph& g);
 
 /// A compiled kernel. Sizes and strides are call arguments: one compiled source serves every size; a new source is
@@ -42,9 +44,12 @@ class Kernel {
   const std::string& source() const { return source_; }
   const std::string& name() const { return name_; }
   const Graph& graph() const { return graph_; }
+  /// The loop nest of the rows (of outer_plan()->main when the kernel has outer reductions).
   const LoopNest& loop_nest() const { return nest_; }
   /// The f16/bf16 rounding policy the kernel was compiled with (ir/precision.h).
   PrecisionPolicy precision() const { return precision_; }
+  /// The split into rows and outer (cross-row) reductions, or null for an ordinary kernel.
+  const OuterPlan* outer_plan() const { return outer_.get(); }
   /// Vector lanes of the generated code.
   int lanes() const { return lanes_; }
   /// Number of variants compiled so far (one per stride class seen).
@@ -54,11 +59,16 @@ class Kernel {
 
  private:
   struct Variant;
-  Kernel(const Graph& g, LoopNest nest);
+  Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer = nullptr);
   std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
+  /// The graph the loop nest and the emitted source are made of: outer_->main, or graph_.
+  const Graph& body() const { return outer_ ? outer_->main : graph_; }
+  /// run() for kernels with outer reductions (kernel_outer.cpp).
+  void run_outer(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
 
   Graph graph_;
+  std::shared_ptr<const OuterPlan> outer_;
   LoopNest nest_;
   std::string name_;
   std::string func_;

@@ -197,6 +197,7 @@ std::string FusedGraph::str() const {
     if (fg.kind == GroupKind::Kernel) {
       s += "; domain " + shape_str(fg.space.domain);
       if (fg.space.has_reduce) s += ", reduces " + axes_str(fg.space.reduce_axes);
+      if (!fg.space.outer_axes.empty()) s += " per row and " + axes_str(fg.space.outer_axes) + " across rows";
       if (!fg.recomputed.empty()) s += "; recomputes " + names(fg.recomputed);
       if (!fg.size_inputs.empty()) s += "; sizes only from " + names(fg.size_inputs);
     }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "autofuse/fusion/partition.h"
 #include "autofuse/fusion/report.h"
+#include "autofuse/schedule/outer_reduce.h"
 
 namespace autofuse {
 
@@ -34,8 +36,49 @@ bool is_reduce(const Node& n) { return n.info().category == OpCategory::Reduce; 
 
 }  // namespace
 
+namespace {
+
+std::optional<SpaceRefusal> check_one_nest(const Graph& g, const std::vector<ValueId>& members,
+                                           const std::vector<ValueId>& outputs, IterSpace* out);
+
+/// The cross-row form of a node set, if the code generator accepts it (fills `out`).
+bool accepts_outer(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& outputs,
+                   IterSpace* out) {
+  std::unordered_set<ValueId> in_group(members.begin(), members.end());
+  std::vector<ValueId> inputs;
+  for (ValueId v : members)
+    for (ValueId u : g.node(v).inputs)
+      if (!in_group.count(u) && std::find(inputs.begin(), inputs.end(), u) == inputs.end()) inputs.push_back(u);
+  std::sort(inputs.begin(), inputs.end());
+  std::optional<OuterPlan> plan;
+  try {
+    plan = plan_outer_reductions(build_subgraph(g, "candidate", members, inputs, outputs));
+  } catch (const IRError&) {
+    return false;
+  }
+  if (!plan) return false;
+  if (out) {
+    out->domain = plan->nest.domain;
+    out->reduce_axes.assign(plan->reduce_axes.begin(), plan->reduce_axes.end());
+    out->outer_axes.assign(plan->kept_axes.begin(), plan->kept_axes.end());
+    out->has_reduce = true;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<SpaceRefusal> check_space(const Graph& g, const std::vector<ValueId>& members,
                                         const std::vector<ValueId>& outputs, IterSpace* out) {
+  auto r = check_one_nest(g, members, outputs, out);
+  if (r && accepts_outer(g, members, outputs, out)) return std::nullopt;
+  return r;
+}
+
+namespace {
+
+std::optional<SpaceRefusal> check_one_nest(const Graph& g, const std::vector<ValueId>& members,
+                                           const std::vector<ValueId>& outputs, IterSpace* out) {
   std::unordered_set<ValueId> in_group(members.begin(), members.end());
   // 1. Values in the dropped kept form: results of keepdim=false reductions (not 0-d) and what is computed from them.
   std::unordered_set<ValueId> dropped;
@@ -122,5 +165,7 @@ std::optional<SpaceRefusal> check_space(const Graph& g, const std::vector<ValueI
   if (out) *out = sp;
   return std::nullopt;
 }
+
+}  // namespace
 
 }  // namespace autofuse

@@ -22,6 +22,9 @@ struct IterSpace {
   Shape domain;                      ///< D
   std::vector<int64_t> reduce_axes;  ///< R, normalized (sorted, unique); empty when there is no reduction
   bool has_reduce = false;
+  /// Kernels with cross-row reductions (schedule/outer_reduce.h): the row axes K those reductions reduce (every axis
+  /// of D not in R). Empty otherwise.
+  std::vector<int64_t> outer_axes;
 };
 
 /// Why a node set cannot be one kernel: a reason code (nf::k...) and a sentence.
@@ -33,7 +36,9 @@ struct SpaceRefusal {
 /// Check that `members` (node ids of g, ascending; sources, elementwise, broadcast_to and reduce ops only) can run as
 /// one kernel writing `outputs` (a subset of members). On success fills `out` (if non-null) and returns nullopt;
 /// otherwise returns the first rule broken (NF-DOMAIN, NF-REDUCE-AXES or NF-KEPT-MIX) with a sentence naming the
-/// values, shapes and axes concerned.
+/// values, shapes and axes concerned. A set that breaks those rules is still accepted when the code generator can run
+/// it as one kernel with cross-row reductions (plan_outer_reductions in schedule/outer_reduce.h: per-row reductions
+/// plus reductions over all the rows, e.g. cross-entropy's batch mean or layer norm's weight / bias gradients).
 std::optional<SpaceRefusal> check_space(const Graph& g, const std::vector<ValueId>& members,
                                         const std::vector<ValueId>& outputs, IterSpace* out = nullptr);
 

@@ -230,4 +230,14 @@ void for_each_multi_index(const std::vector<int64_t>& sizes, const std::function
   }
 }
 
+double kernel_tolerance(DType t) {
+  switch (t) {
+    case DType::Float16: return 2e-2;
+    case DType::BFloat16: return 6e-2;
+    case DType::Float32: return 2e-4;
+    case DType::Float64: return 1e-9;
+    default: return 0;
+  }
+}
+
 }  // namespace autofuse

@@ -43,6 +43,11 @@ struct HostTensor {
 /// The index vector is reused between calls. For test and tool code: one std::function call per element.
 void for_each_multi_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& fn);
 
+/// Relative tolerance for comparing a compiled kernel's float output of dtype t with the reference interpreter: a few
+/// ulps of the format plus the transcendental functions' error (SLEEF u10: 1.0 ulp) compounded over a short chain:
+/// f16 2e-2, bf16 6e-2, f32 2e-4, f64 1e-9; 0 (exact) for integers and bool.
+double kernel_tolerance(DType t);
+
 /// Row-major contiguous strides for sizes.
 std::vector<int64_t> contiguous_strides_i64(const std::vector<int64_t>& sizes);
 

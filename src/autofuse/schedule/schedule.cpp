@@ -52,4 +52,22 @@ Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes
   return s;
 }
 
+Schedule column_block_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, const Schedule& s, int lanes,
+                               int64_t max_vblock) {
+  if (nest.inner_reduction || s.rows <= 0 || s.vblock <= 0) return s;
+  const int64_t l = std::max(1, lanes);
+  const int64_t cap = std::max<int64_t>(l, max_vblock / l * l);
+  if (s.vblock <= cap) return s;
+  const int v = nest.vec_axis();
+  int64_t kouter = 1;
+  for (int a = 0; a < nest.rank; ++a)
+    if (!nest.is_reduce[static_cast<size_t>(a)] && a != v) kouter *= sizes[static_cast<size_t>(a)];
+  const int64_t nv = sizes[static_cast<size_t>(v)];
+  Schedule c = s;
+  c.vblock = cap;
+  c.rows = kouter * ((nv + cap - 1) / cap);
+  c.grain = std::max<int64_t>(1, s.grain * (s.vblock / cap));
+  return c;
+}
+
 }  // namespace autofuse

@@ -35,4 +35,13 @@ struct Schedule {
 /// The default schedule: rows of about 16K element-operations, tasks of about 64K. Sizes are the merged domain.
 Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, int lanes);
 
+/// The schedule of a variant with an operand read lane by lane along the kept vector axis (strided_vector_operand in
+/// codegen/cpu/emit.h): rows are numbered vector-block-major, and vblock is capped at `max_vblock` elements (a
+/// multiple of `lanes`) so that the vblock cache lines of the strided operand touched by one row stay in L1 while the
+/// next rows (the next outer indices) use the rest of each line. 256 elements = 256 lines of 64 bytes = 16 KiB, a
+/// third of a 48 KiB L1D. `s` is the decision for the contiguous variant; rows and grain are rescaled to the new
+/// vblock (same total work per task). Sizes are the merged domain.
+Schedule column_block_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, const Schedule& s, int lanes,
+                               int64_t max_vblock = 256);
+
 }  // namespace autofuse

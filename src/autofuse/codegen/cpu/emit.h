@@ -8,6 +8,7 @@
 #include "autofuse/ir/graph.h"
 #include "autofuse/ir/precision.h"
 #include "autofuse/schedule/loop_nest.h"
+#include "autofuse/schedule/outer_reduce.h"
 
 namespace autofuse {
 
@@ -21,6 +22,9 @@ struct EmitOptions {
   /// Where f16/bf16 values are rounded (ir/precision.h). Written into the source's first line, so the two policies
   /// never share a cached binary.
   PrecisionPolicy precision = PrecisionPolicy::Float32Inside;
+  /// Outer (cross-row) reductions (schedule/outer_reduce.h), or null. Their operands are the last ones of the nest:
+  /// pointers to the calling chunk's partials (f64 or int64), accumulated where the reduced value is computed.
+  const OuterPlan* outer = nullptr;
 };
 
 /// The kernel entry point every generated source exports (extern "C"):
@@ -32,11 +36,26 @@ struct EmitOptions {
 ///             int64_t blk);            // cascade-summation block: inner iterations summed before folding
 using KernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t);
 
+/// Whether a variant reads or writes some operand lane by lane (stride along the vector axis other than 1) in a kernel
+/// whose vector axis is kept (no inner reduction). Such variants number their rows column-block-major (vector block
+/// outermost) and expect a schedule from column_block_schedule (schedule.h).
+bool strided_vector_operand(const LoopNest& nest, const EmitOptions& o);
+
 /// The full source of one kernel variant (helper text included).
 std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOptions& o);
 
 /// The text of the helper header embedded at the top of every kernel source.
 const std::string& af_kernel_header_text();
+
+// ---- outer (cross-row) reductions (emit_outer.cpp) ----
+/// Helper functions of kernels with outer reductions (appended after af_kernel_header_text()).
+const std::string& outer_helpers_text();
+/// Declaration of operand k's pointer, the partials of outer reduction r ("double* __restrict pK = ...").
+std::string outer_operand_decl(const OuterReduction& r, size_t k);
+/// The statement adding value `var` (a vec of the input's compute type) at `ptr` (partials + offset): `lanes` lanes
+/// ("n" in a full pass, "1" for a kept value, whose lanes are all equal).
+std::string outer_accumulate(const OuterReduction& r, const std::string& ptr, const std::string& var,
+                             const std::string& lanes);
 
 // ---- per-op pieces (emit_ops.cpp) ----
 /// C++ type values of dtype t are computed in (uint8_t for bool, float for f16/bf16/f32, ...).

@@ -37,6 +37,7 @@ class Emitter {
   std::string run() {
     out_ << "// precision policy: " << precision_policy_name(o_.precision) << "\n";
     out_ << "#define AF_W " << o_.lanes << "\n" << af_kernel_header_text() << "\n";
+    if (o_.outer) out_ << outer_helpers_text() << "\n";
     out_ << "// Kernel " << g_.name() << ": domain rank " << r_ << ", reduce axes {";
     for (int a : nest_.reduce_axes()) out_ << " " << a;
     out_ << " }, " << (inner_ ? "inner" : "outer/no") << " reduction, " << nest_.num_stages << " stage(s), "
@@ -49,7 +50,8 @@ class Emitter {
     for (size_t k = 0; k < nest_.operands.size(); ++k) {
       const Node& nd = g_.node(nest_.operands[k]);
       const bool is_in = static_cast<int>(k) < nest_.num_inputs;
-      line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
+      if (const OuterReduction* r = outer_of(k)) line(outer_operand_decl(*r, k));
+      else line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
            (is_in ? "const " : "") + storage_ctype(nd.dtype) + "*)data[" + s(k) + "];");
       for (int a = 0; a < r_; ++a)
         if (op_varies(k, a)) line("const int64_t s" + s(k) + "_" + s(a) + " = st[" + s(k * r_ + a) + "];");
@@ -68,6 +70,12 @@ class Emitter {
  private:
   template <class I> static std::string s(I x) { return std::to_string(x); }
   const ValuePlacement& val(ValueId id) const { return nest_.values[static_cast<size_t>(id)]; }
+  /// The outer (cross-row) reduction whose partials operand k is, or null (emit_outer.cpp).
+  const OuterReduction* outer_of(size_t k) const {
+    if (!o_.outer) return nullptr;
+    const size_t first = nest_.operands.size() - o_.outer->reductions.size();
+    return k >= first ? &o_.outer->reductions[k - first] : nullptr;
+  }
   bool op_varies(size_t k, int a) const { return val(nest_.operands[k]).varies[static_cast<size_t>(a)]; }
   void line(const std::string& l) { out_ << std::string(static_cast<size_t>(ind_) * 2, ' ') << l << "\n"; }
   void open(const std::string& l) { line(l + " {"); ++ind_; }
@@ -100,9 +108,18 @@ class Emitter {
     for (int a : nest_.kept_axes())
       if (a != v_) ko.push_back(a);
     line("const int64_t nvb = (n" + s(v_) + " + vblock - 1) / vblock;");
+    // An operand read lane by lane (strided along the vector axis, e.g. a transposed input) is read cache-line-wise
+    // along some outer axis; rows then run column-block-major (the vector block outermost, the outer index fastest)
+    // so that consecutive rows reuse the same vblock cache lines of that operand (see column_block_schedule).
+    const bool column_major = strided_vector_operand(nest_, o_);
+    if (column_major) {
+      std::string nko = "1";
+      for (int a : ko) nko += " * n" + s(a);
+      line("const int64_t nko = " + nko + ";");
+    }
     open("for (int64_t row = row_begin; row < row_end; ++row)");
-    line("int64_t rest = row;");
-    line("const int64_t vb = rest % nvb; rest /= nvb;");
+    line(column_major ? "int64_t rest = row % nko;" : "int64_t rest = row;");
+    line(column_major ? "const int64_t vb = row / nko;" : "const int64_t vb = rest % nvb; rest /= nvb;");
     decompose_row(ko);
     line("(void)rest;");
     line("const int64_t vbeg = vb * vblock, vend = af_imin<int64_t>(n" + s(v_) + ", vbeg + vblock);");
@@ -586,6 +603,10 @@ class Emitter {
     const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype);
     const std::string var = "x" + s(static_cast<int64_t>(id));
     for (int k : outputs_of_[static_cast<size_t>(id)]) {
+      if (const OuterReduction* r = outer_of(static_cast<size_t>(k))) {
+        line(outer_accumulate(*r, "p" + s(k) + " + " + cur_[static_cast<size_t>(k)], var, vp.kept ? "1" : "n"));
+        continue;
+      }
       std::vector<std::string> guards;
       for (int a = 0; a < r_; ++a) {
         if (vp.varies[static_cast<size_t>(a)] || !in_scope_[static_cast<size_t>(a)]) continue;
@@ -627,6 +648,14 @@ class Emitter {
 };
 
 }  // namespace
+
+bool strided_vector_operand(const LoopNest& nest, const EmitOptions& o) {
+  if (nest.inner_reduction) return false;
+  const auto v = static_cast<size_t>(nest.vec_axis());
+  for (size_t k = 0; k < nest.operands.size() && k < o.unit_inner.size(); ++k)
+    if (!o.unit_inner[k] && nest.values[static_cast<size_t>(nest.operands[k])].varies[v]) return true;
+  return false;
+}
 
 std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOptions& o) {
   return Emitter(g, nest, o).run();
