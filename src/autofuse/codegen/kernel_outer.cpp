@@ -29,28 +29,47 @@ int64_t chunk_count(int64_t rows, int64_t work_per_row, int64_t partials_per_chu
   return std::max<int64_t>(1, std::min(c, rows));
 }
 
+/// The bytes of v at p.
+template <class T>
+void put(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
 /// Store v (already combined) into element `off` (elements) of a tensor of dtype t, rounded as eager stores it.
 void store_double(void* base, int64_t off, DType t, double v) {
   char* p = static_cast<char*>(base) + off * dtype_size(t);
   switch (t) {
-    case DType::Float16: { uint16_t b = float_to_half_bits(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
-    case DType::BFloat16: { uint16_t b = float_to_bf16_bits(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
-    case DType::Float32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
-    case DType::Float64: std::memcpy(p, &v, 8); return;
-    default: throw IRError("cross-row reduction: float partials for a " + std::string(dtype_name(t)) + " result");
+    case DType::Float16:
+      return put(p, float_to_half_bits(static_cast<float>(v)));
+    case DType::BFloat16:
+      return put(p, float_to_bf16_bits(static_cast<float>(v)));
+    case DType::Float32:
+      return put(p, static_cast<float>(v));
+    case DType::Float64:
+      return put(p, v);
+    default:
+      throw IRError("cross-row reduction: float partials for a " + std::string(dtype_name(t)) + " result");
   }
 }
 
+/// Store an integer result (two's-complement wrap-around to the dtype; bool: != 0).
 void store_int(void* base, int64_t off, DType t, int64_t v) {
   char* p = static_cast<char*>(base) + off * dtype_size(t);
   switch (t) {
-    case DType::Bool: { uint8_t b = v != 0; std::memcpy(p, &b, 1); return; }
-    case DType::UInt8: { uint8_t b = static_cast<uint8_t>(v); std::memcpy(p, &b, 1); return; }
-    case DType::Int8: { int8_t b = static_cast<int8_t>(v); std::memcpy(p, &b, 1); return; }
-    case DType::Int16: { int16_t b = static_cast<int16_t>(v); std::memcpy(p, &b, 2); return; }
-    case DType::Int32: { int32_t b = static_cast<int32_t>(v); std::memcpy(p, &b, 4); return; }
-    case DType::Int64: std::memcpy(p, &v, 8); return;
-    default: store_double(base, off, t, static_cast<double>(v));
+    case DType::Bool:
+      return put(p, static_cast<uint8_t>(v != 0));
+    case DType::UInt8:
+      return put(p, static_cast<uint8_t>(v));
+    case DType::Int8:
+      return put(p, static_cast<int8_t>(v));
+    case DType::Int16:
+      return put(p, static_cast<int16_t>(v));
+    case DType::Int32:
+      return put(p, static_cast<int32_t>(v));
+    case DType::Int64:
+      return put(p, v);
+    default:
+      return store_double(base, off, t, static_cast<double>(v));
   }
 }
 
@@ -90,7 +109,8 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
   // Operand k's tensor for the real operands; the outer partials are laid out row-major over R (full) or scalar.
   std::vector<int> real_out(nreal, -1);
   for (size_t i = 0; i < nout; ++i)
-    if (pl.output_sources[i].kind == OuterOutputSource::Main) real_out[static_cast<size_t>(pl.output_sources[i].index)] = static_cast<int>(i);
+    if (pl.output_sources[i].kind == OuterOutputSource::Main)
+      real_out[static_cast<size_t>(pl.output_sources[i].index)] = static_cast<int>(i);
   int64_t rsize = 1, rows_total = 1;
   for (int a : pl.reduce_axes) rsize *= sizes[static_cast<size_t>(a)];
   for (int a : pl.kept_axes) rows_total *= sizes[static_cast<size_t>(a)];
@@ -167,12 +187,12 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
         std::memcpy(&init, &x, 8);
       }
     }
-    for (int64_t c = 0; c < chunks; ++c)
-      std::fill_n(part.begin() + c * per_chunk + offset[i], elems[i], init);
+    for (int64_t c = 0; c < chunks; ++c) std::fill_n(part.begin() + c * per_chunk + offset[i], elems[i], init);
   }
   std::vector<int64_t> flat(nops * static_cast<size_t>(r));
   for (size_t k = 0; k < nops; ++k)
-    for (int a = 0; a < r; ++a) flat[k * static_cast<size_t>(r) + static_cast<size_t>(a)] = d.strides[k][static_cast<size_t>(a)];
+    for (int a = 0; a < r; ++a)
+      flat[k * static_cast<size_t>(r) + static_cast<size_t>(a)] = d.strides[k][static_cast<size_t>(a)];
   auto var = variant(unit);
   const KernelFn fn = var->fn;
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
@@ -197,10 +217,14 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
         for (int64_t c = 0; c < chunks; ++c) {
           int64_t x;
           std::memcpy(&x, q + c * per_chunk, 8);
-          if (c == 0) acc = x;
-          else if (red.op == OpKind::Amax) acc = std::max(acc, x);
-          else if (red.op == OpKind::Amin) acc = std::min(acc, x);
-          else acc = static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(x));
+          if (c == 0)
+            acc = x;
+          else if (red.op == OpKind::Amax)
+            acc = std::max(acc, x);
+          else if (red.op == OpKind::Amin)
+            acc = std::min(acc, x);
+          else
+            acc = static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(x));
         }
         store_int(t.data, e, nd.dtype, acc);
       } else {
@@ -208,11 +232,16 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
         for (int64_t c = 0; c < chunks; ++c) {
           double x;
           std::memcpy(&x, q + c * per_chunk, 8);
-          if (c == 0 || std::isnan(x)) acc = x;
-          else if (std::isnan(acc)) continue;
-          else if (red.op == OpKind::Amax) acc = std::max(acc, x);
-          else if (red.op == OpKind::Amin) acc = std::min(acc, x);
-          else acc += x;
+          if (c == 0 || std::isnan(x))
+            acc = x;
+          else if (std::isnan(acc))
+            continue;
+          else if (red.op == OpKind::Amax)
+            acc = std::max(acc, x);
+          else if (red.op == OpKind::Amin)
+            acc = std::min(acc, x);
+          else
+            acc += x;
         }
         if (red.op == OpKind::Mean) acc /= static_cast<double>(rows_total);
         store_double(t.data, e, nd.dtype, acc);

@@ -86,8 +86,9 @@ std::optional<std::string> try_split(const Graph& g, const std::vector<ValueId>&
   if (pl.reduce_axes.empty())
     return where(g, outer.front()) + ": the rest of the kernel has no per-row reduction to carry the cross-row one";
   if (!nest.inner_reduction)
-    return where(g, outer.front()) + ": the per-row reductions do not reduce the innermost axis (cross-row "
-                                     "reductions need rows whose innermost axis is reduced)";
+    return where(g, outer.front()) +
+           ": the per-row reductions do not reduce the innermost axis (cross-row "
+           "reductions need rows whose innermost axis is reduced)";
 
   // 3. Each outer reduction reduces exactly the row axes K of a value that varies along all of them.
   pl.reductions.clear();
@@ -120,8 +121,7 @@ std::optional<std::string> try_split(const Graph& g, const std::vector<ValueId>&
       } else if (r.full) {
         if (!vp.varies[ua])
           return where(g, t) + ": its input varies along only some of the per-row reduced axes (not along " + ax + ")";
-        if (mapped.count(a))
-          return where(g, t) + ": reduces " + ax + ", which the per-row reductions reduce as well";
+        if (mapped.count(a)) return where(g, t) + ": reduces " + ax + ", which the per-row reductions reduce as well";
       }
     }
     pl.reductions.push_back(r);
@@ -149,8 +149,7 @@ std::optional<std::string> try_split(const Graph& g, const std::vector<ValueId>&
       if (epi_of[static_cast<size_t>(u)] >= 0) continue;
       const Node& un = g.node(u);
       if (un.op == OpKind::Input)
-        pl.epilogue_graph_inputs.push_back(
-            static_cast<int>(std::find(gin.begin(), gin.end(), u) - gin.begin()));
+        pl.epilogue_graph_inputs.push_back(static_cast<int>(std::find(gin.begin(), gin.end(), u) - gin.begin()));
       epi_of[static_cast<size_t>(u)] = pl.epilogue.add_unchecked(un);
     }
     epi_of[i] = pl.epilogue.add_unchecked(remapped(g, static_cast<ValueId>(i), epi_of));

@@ -27,11 +27,11 @@ namespace autofuse {
 
 /// One outer reduction of a split kernel graph.
 struct OuterReduction {
-  ValueId node = -1;   ///< the reduction, in the original graph
-  ValueId input = -1;  ///< its input, as a value of OuterPlan::main
+  ValueId node = -1;        ///< the reduction, in the original graph
+  ValueId input = -1;       ///< its input, as a value of OuterPlan::main
   OpKind op = OpKind::Sum;  ///< sum, mean, amax or amin
-  bool full = false;   ///< the input varies along R: one partial per R element (row-major); else one per row
-  bool integer = false;  ///< partials are int64 (integer / bool input); else f64
+  bool full = false;        ///< the input varies along R: one partial per R element (row-major); else one per row
+  bool integer = false;     ///< partials are int64 (integer / bool input); else f64
   int epilogue_input = -1;  ///< index of this reduction among OuterPlan::epilogue's inputs
 };
 
