@@ -443,7 +443,7 @@ def _flatten(x) -> list:
 
 def lower(gm: torch.fx.GraphModule) -> LoweredGraph:
     """Lower an FX graph of functional ATen ops; raises UnsupportedGraph (or UnsupportedSize) if it cannot."""
-    from . import lowering_layout, lowering_pointwise, lowering_reduction  # noqa: F401  (register lowerings)
+    from . import lowering_layout, lowering_pointwise, lowering_reduction, lowering_views  # noqa: F401  (register)
 
     try:
         return Lowerer(gm).run()

@@ -3,10 +3,11 @@
 - ``_to_copy`` / ``prims.convert_element_type``: a ``cast`` (only a dtype change; device/layout changes stay ATen).
 - ``expand``: ``broadcast_to`` (a kernel reads the input with stride 0).
 - ``detach``, ``alias``, ``lift_fresh_copy``: the value itself (functional graph). ``clone`` stays an ATen copy: it
-  fixes a memory layout that later views rely on.
+  fixes a memory layout that later views rely on (lowering_views.py lowers the contiguous case as a copy).
 - ``full``, ``scalar_tensor``, ``full_like``/``zeros_like``/``ones_like``, ``arange``: source ops.
-Other view and layout ops (view, permute, transpose, slice, unsqueeze, squeeze, cat, ...) are not lowered: they run
-as ATen calls, which for views costs no copy. Their fallback message says so.
+View ops (view, reshape, permute, transpose, slice, select, split, unsqueeze, squeeze, cat, ...) are lowered to the
+IR's layout ops in lowering_views.py. The remaining layout ops (as_strided, gather, index, flip, roll, padding, ...)
+are not lowered: they run as ATen calls, and their fallback message says so.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 #: ATen view/layout ops deliberately left to ATen (a view is free there); reported with this reason.
-VIEW_REASON = "view/layout op runs as an ATen call (a view costs no copy)"
+VIEW_REASON = "view/layout op without an IR lowering runs as an ATen call"
+#: Overloads of these packets without a lowering in lowering_views.py (e.g. ``select.Dimname``) use this reason too.
 VIEW_OPS = [
     aten.view, aten._unsafe_view, aten.reshape, aten.permute, aten.transpose, aten.t, aten.unsqueeze, aten.squeeze,
     aten.slice, aten.select, aten.as_strided, aten.cat, aten.split, aten.split_with_sizes, aten.unbind,

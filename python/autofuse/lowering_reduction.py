@@ -180,7 +180,9 @@ def _max_dim(L: Lowerer, node):
     is_max = node.target is aten.max.dim
     axes = _axes(dim, len(L.node(x).shape))
     vals = _reduce(L, "amax" if is_max else "amin", x, axes, keep)
-    idx = _reduce(L, "argmax" if is_max else "argmin", x, axes, keep, dtype=torch.int64)
+    # eager's max/min.dim accept bool (the IR's argmax/argmin do not, as eager's argmax/argmin): index a uint8 copy
+    xi = L.cast(x, torch.uint8) if L.node(x).dtype == torch.bool else x
+    idx = _reduce(L, "argmax" if is_max else "argmin", xi, axes, keep, dtype=torch.int64)
     return (vals, idx)
 
 

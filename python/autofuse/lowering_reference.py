@@ -101,6 +101,17 @@ def eval_node(lg: LoweredGraph, i: int, env: Dict[int, Any], bindings: Dict[str,
         return torch.clamp(ins[0], n.attrs.get("min"), n.attrs.get("max"))
     if n.op == "broadcast_to":
         return ins[0].expand([_size(lg, s, bindings) for s in n.shape])
+    if n.op == "reshape":
+        return ins[0].reshape([_size(lg, s, bindings) for s in n.shape])
+    if n.op == "permute":
+        return ins[0].permute(list(n.attrs["dims"]))
+    if n.op == "slice":
+        a = n.attrs
+        index = (slice(None),) * a["axis"] + (
+            slice(_size(lg, a["start"], bindings), _size(lg, a["stop"], bindings), a["step"]),)
+        return ins[0][index]
+    if n.op == "concat":
+        return torch.cat(ins, n.attrs["axis"])
     if n.op in ("sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "var", "any", "all"):
         return _reduce(n, ins[0]).to(dt)
     if n.op == "extern":

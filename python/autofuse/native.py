@@ -6,12 +6,14 @@ groups (topologically ordered) into program Steps; each Kernel group is compiled
 kernel that fails to compile keeps its ops, run eagerly by the reference evaluator, with a warning (AUTOFUSE_STRICT=1
 raises). Compiled kernels are memoized by their IR text, so an identical group (same structure, dtypes and sizes) in
 another graph reuses the Kernel object; kernels of another size share the C++ module through the runtime's cache.
+A graph's kernels are compiled on several threads at once (``compile_threads()``; the binding releases the GIL).
 """
 
 from __future__ import annotations
 
 import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Tuple
 
 from .lowering import DTYPE_TO_IR, LoweredGraph
@@ -25,7 +27,7 @@ def _attrs(lg: LoweredGraph, n) -> Dict[str, Any]:
     for k, v in n.attrs.items():
         if k in ("shape", "strides"):
             out[k] = [lg.symbols.ir(s) for s in v]
-        elif k == "length":
+        elif k in ("length", "start", "stop") and n.op in ("iota", "slice"):
             out[k] = lg.symbols.ir(v)
         else:
             out[k] = v
@@ -90,16 +92,63 @@ def compile_kernel(core, subgraph):
     return k
 
 
+def compile_threads() -> int:
+    """Threads compiling one graph's kernels at once: ``AUTOFUSE_COMPILE_THREADS``, else the machine's core count.
+
+    ``Kernel.compile`` releases the GIL while the C++ compiler runs, so the threads overlap the compiler processes.
+    """
+    env = os.environ.get("AUTOFUSE_COMPILE_THREADS", "")
+    if env.strip():
+        return max(1, int(env))
+    return max(1, os.cpu_count() or 1)
+
+
+def compile_kernels(core, subgraphs: List[Any]) -> List[Any]:
+    """Compile several kernel sub-graphs, ``compile_threads()`` at a time; returns per sub-graph the Kernel or the
+    exception its compile raised (in order). Identical sub-graphs (same IR text, also across graphs of the process)
+    are compiled once."""
+    keys = [str(g) for g in subgraphs]
+    todo: Dict[str, Any] = {}
+    for key, g in zip(keys, subgraphs):
+        if key not in _KERNELS and key not in todo:
+            todo[key] = g
+    results: Dict[str, Any] = {}
+
+    def one(key: str):
+        try:
+            return kernel_compiler(core)(todo[key])
+        except Exception as e:  # noqa: BLE001 - handed back to the caller, which decides (warn or raise)
+            return e
+
+    threads = min(compile_threads(), len(todo))
+    if threads > 1:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="autofuse-compile") as pool:
+            for key, r in zip(todo, pool.map(one, list(todo))):
+                results[key] = r
+    else:
+        for key in todo:
+            results[key] = one(key)
+    for key, r in results.items():
+        if not isinstance(r, Exception):
+            _KERNELS[key] = r
+    return [_KERNELS.get(key) or results[key] for key in keys]
+
+
 def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
-    """Fuse and compile ``lg``; returns the program steps in topological order."""
+    """Fuse and compile ``lg``; returns the program steps in topological order. The kernels are compiled in
+    parallel (compile_kernels); a kernel whose compile fails keeps no runner (its ops then run on the eager
+    reference evaluator) and warns, or raises under ``strict``."""
     from . import _core as core  # type: ignore
 
+    if not any(kind == "node" for kind, _ in lg.outputs) and not lg.mutations:
+        return []  # nothing to compute: every output is an input, a constant or None (e.g. a zero gradient)
     g, vid = to_core(lg, core, record.name)
     lnode = {v: i for i, v in enumerate(vid)}
     fused = core.fuse(g)
     report = _get(fused, "report")
     record.fusion_report = str(report) if report is not None else ""
     steps: List[Step] = []
+    pending: List[Step] = []
     for grp in _get(fused, "groups"):
         kind = _kind(grp)
         nodes = [lnode[v] for v in _get(grp, "nodes")]
@@ -112,23 +161,23 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
             sub = _get(grp, "subgraph")
             st.info["ir"] = str(sub)
             st.info["subgraph"] = sub
-            if kernel_compiler(core) is None:
-                steps.append(st)
-                continue
-            try:
-                k = compile_kernel(core, sub)
-                st.kernel = k
-                st.run = k.run
-                st.info["source"] = _get(k, "source")
-                tiling = getattr(k, "tiling_report", None)
-                if tiling is not None:
-                    st.info["tiling"] = str(_get(k, "tiling_report"))
-            except Exception as e:  # noqa: BLE001 - any compile failure falls back
-                if strict:
-                    raise
-                warnings.warn(f"autofuse: kernel {st.name} failed to compile; its ops run in ATen: {e}")
-                st.info["error"] = str(e)
+            pending.append(st)
         steps.append(st)
+    if kernel_compiler(core) is None or not pending:
+        return steps
+    for st, k in zip(pending, compile_kernels(core, [st.info["subgraph"] for st in pending])):
+        if isinstance(k, Exception):
+            if strict:
+                raise k
+            warnings.warn(f"autofuse: kernel {st.name} failed to compile; its ops run in ATen: {k}")
+            st.info["error"] = str(k)
+            continue
+        st.kernel = k
+        st.run = k.run
+        st.info["source"] = _get(k, "source")
+        tiling = getattr(k, "tiling_report", None)
+        if tiling is not None:
+            st.info["tiling"] = str(_get(k, "tiling_report"))
     return steps
 
 

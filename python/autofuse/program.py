@@ -2,8 +2,8 @@
 
 A ``Step`` is one fusion group of a LoweredGraph: a compiled kernel (called as ``run(inputs, outputs)`` with torch
 tensors; outputs allocated here with ``torch.empty``), an extern ATen call (the FX node's target called with its
-original arguments), or a host step (a layout op evaluated eagerly as a view). ``build_program`` writes one Python
-function for the whole graph, like this::
+original arguments), or a host step (a layout op run inline as the torch view or copy it stands for: host_expr).
+``build_program`` writes one Python function for the whole graph, like this::
 
     def af_call(args):
         s0 = args[3].shape[0]
@@ -179,6 +179,32 @@ def _profile_name(lg: LoweredGraph, st: Step, graph: str) -> str:
     return f"{graph}.{st.name}[{text}]"
 
 
+def _py_size(lg: LoweredGraph, s) -> str:
+    return str(s) if isinstance(s, int) else lg.symbols.py(s)
+
+
+def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
+    """Python source computing a host (layout) node from its input variables as the torch view or copy it stands for
+    (``v3.reshape((s0, 768))``, ``v3.permute([0, 2, 1])``, ``v3.narrow(1, 0, 64)``, ``CAT([v1, v2], 0)``); None for
+    an op without an inline form (the step then calls HostGroup)."""
+    ins = [f"v{i}" for i in n.inputs]
+    a = n.attrs
+    if n.op == "reshape":
+        return f"{ins[0]}.reshape({shape_py(lg, n.shape)})"
+    if n.op == "permute":
+        return f"{ins[0]}.permute({list(a['dims'])!r})"
+    if n.op == "broadcast_to":
+        return f"{ins[0]}.expand({shape_py(lg, n.shape)})"
+    if n.op == "slice":
+        start, stop = _py_size(lg, a["start"]), _py_size(lg, a["stop"])
+        if a["step"] == 1:
+            return f"{ins[0]}.narrow({a['axis']}, {start}, ({stop}) - ({start}))"
+        return f"{ins[0]}[{':, ' * a['axis']}{start}:{stop}:{a['step']}]"
+    if n.op == "concat":
+        return f"{e.const(torch.cat, 'F')}([{', '.join(ins)}], {a['axis']})"
+    return None
+
+
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
     """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
     e = _Emitter(lg)
@@ -186,7 +212,9 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     L.append(f"def {name}(args):")
     for sym, src in lg.sym_sources.items():
         L.append(f"    {sym} = int({src})")
-    if any(s.needs_bindings for s in steps):
+    inline_hosts = {k for k, st in enumerate(steps) if st.kind == "host" and
+                    all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
+    if any(s.needs_bindings for k, s in enumerate(steps) if k not in inline_hosts):
         items = ", ".join(f"{sym!r}: {sym}" for sym in lg.sym_sources)
         L.append(f"    _bind = {{{items}}}")
     for i, v in lg.arg_nodes.items():
@@ -210,6 +238,9 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             L.append(f"    {fn}([{ins}], [{outs}]{extra}) if not PE() else "
                      f"PL({kname}, {fn}, [{ins}], [{outs}]{extra})  # {st.name}")
             L.append("    LAUNCHES[0] += 1")
+        elif st.kind == "host" and k in inline_hosts:
+            for v in st.nodes:
+                L.append(f"    v{v} = {host_expr(lg, lg.nodes[v], e)}  # {st.name}")
         elif st.kind == "host":
             fn = e.const(st.run, "H")
             outs = "".join(f"v{o}, " for o in st.outputs)

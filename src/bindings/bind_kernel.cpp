@@ -15,10 +15,17 @@ void bind_kernel(nb::module_& m) {
                      "One fusion group compiled to native code. Sizes and strides are call arguments: one compiled "
                      "kernel serves every size of its shape class.")
       .def_static(
-          "compile", [](const Graph& g) { return Kernel::compile(g); }, nb::arg("graph"),
+          "compile",
+          [](const Graph& g) {
+            // The GIL is released while the C++ compiler runs, so the torch backend compiles a graph's kernels on
+            // several Python threads at once (python/autofuse/native.py).
+            nb::gil_scoped_release unlocked;
+            return Kernel::compile(g);
+          },
+          nb::arg("graph"),
           "Compile a kernel graph (elementwise, broadcast_to, source and reduce ops sharing one reduction axis set). "
           "Raises IRError naming the reason when the graph is not one kernel, CompileError when the C++ compiler "
-          "fails.")
+          "fails. Releases the GIL while compiling (thread-safe: the runtime's cache serializes identical sources).")
       .def(
           "run",
           [](const Kernel& k, nb::handle inputs, nb::handle outputs) {

@@ -15,11 +15,13 @@ from typing import Dict, Optional, Tuple
 Key = Tuple[str, str, str, str]
 
 EXCEPTIONS: Dict[Key, Tuple[str, str]] = {
-    ("nn.functional.nll_loss", "", "*", "backward"): (
-        "xfail", "gradient values equal eager's but some zero entries have the opposite sign (+0.0 vs -0.0): "
-                 "PyTorch's nll_loss_backward decomposition builds the gradient with scatter/where, eager's kernel "
-                 "writes -grad*weight in place; the suite checks signed zeros strictly (found 10:29, not yet fixed)"),
 }
+
+EXCEPTIONS[("norm", "", "bfloat16", "backward")] = (
+    "xfail", "sample 9 (p=-2, dim=1): 2 of 25 gradient entries are 2.1 bf16 ulps from the fp64 gradient where eager's "
+             "is 0.9 (rule: no worse than eager + 1 ulp): PyTorch's decomposition of norm's backward rounds its "
+             "intermediates (x^(p-1), norm^(1-p)) to bf16 where eager's fused kernel keeps float32 (found 12:57; to "
+             "re-judge once kernels keep float32 inside, the perf precision policy)")
 
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 for _op, _variant in (("floor_divide", ""), ("remainder", ""), ("fmod", ""), ("div", "floor_rounding")):
@@ -31,6 +33,34 @@ for _op, _variant in (("floor_divide", ""), ("remainder", ""), ("fmod", ""), ("d
 for _dt in _INT_DTYPES:
     EXCEPTIONS[("div", "trunc_rounding", _dt, "*")] = (
         "skip", "div(rounding_mode='trunc') on integers is not lowered yet (falls back to ATen with a reason)")
+
+
+#: Per-sample fallbacks to ATen that the OpInfo suite accepts: (ATen op, substring of the lowering's fallback reason)
+#: -> why a reviewer can accept that these samples run in ATen. Only the listed reason is accepted for that op; the
+#: sample's result is still compared with eager. Any other fallback fails the sample (test_opinfo.py).
+ALLOWED_FALLBACKS: Dict[Tuple[str, str], str] = {
+    ("aten.argmax", "arg-reduction over a flattened tensor"): (
+        "argmax/argmin with dim=None (index into the flattened tensor) is not lowered yet: the IR's arg-reductions "
+        "take one axis and a flattening reshape is a host step; such samples run ATen's argmax (found 12:45)"),
+    ("aten.argmin", "arg-reduction over a flattened tensor"): (
+        "argmax/argmin with dim=None: see aten.argmax"),
+    ("aten.var", "non-integer correction"): (
+        "var/std with a fractional correction (e.g. 1.3): the IR's var takes an integer correction; such samples run "
+        "ATen's var (models use 0 or 1; found 12:45)"),
+    ("aten.var_mean", "non-integer correction"): ("var_mean with a fractional correction: see aten.var"),
+    ("aten.cumprod", "no Autofuse lowering"): (
+        "prod's backward (PyTorch's decomposition) uses cumprod, a scan; the IR has no scan op, so it runs in ATen "
+        "while the rest of the gradient is fused (found 12:55)"),
+}
+
+
+def allowed_fallback(entry: str) -> Optional[str]:
+    """The reason a fallback ``"aten.op: lowering's reason"`` is accepted, or None when it must fail the sample."""
+    op, _, why = entry.partition(": ")
+    for (aop, sub), reason in ALLOWED_FALLBACKS.items():
+        if op == aop and sub in why:
+            return reason
+    return None
 
 
 def lookup(op: str, variant: str, dtype: str, direction: str) -> Optional[Tuple[str, str]]:

@@ -8,7 +8,8 @@ tolerance policy; fp16/bf16 are also judged against an fp64 reference).
 Honest counting: the backend runs with AUTOFUSE_STRICT=1 (conftest.py), so a graph or kernel fallback raises, and
 Dynamo runs with ``fullgraph=True``, so a graph break (part of the function silently run by eager Python) raises.
 Every sample must produce backend records in mode "kernels" with at least one compiled kernel and no op that fell back
-to an ATen call (fallbacks "by design", e.g. mm, are allowed): an op that silently ran in ATen fails. Skips and
+to an ATen call (fallbacks "by design", e.g. mm, are allowed, and the per-sample ones listed in
+exceptions.ALLOWED_FALLBACKS): an op that silently ran in ATen fails. Skips and
 expected failures come only from exceptions.py. ``AUTOFUSE_CONFORMANCE_LOG=path`` appends one JSON line per sample
 (test id, sample index, seconds, kernels) for timing the full run.
 
@@ -205,10 +206,16 @@ def test_opinfo(op, dtype, direction, request):
         assert records, f"{what}: the autofuse backend never ran (Dynamo fell back or did not compile)"
         k = _kernel_count(records)
         try:
-            compare.assert_same(actual, expected, ref, what=f"{direction} {what}")
+            # gradients: the sign of a zero gradient entry depends on how the chain rule is evaluated (PyTorch's
+            # backward decompositions vs eager's fused backward kernels, e.g. nll_loss, prod), so it is not compared;
+            # forward results keep the strict signed-zero check
+            compare.assert_same(actual, expected, ref, what=f"{direction} {what}",
+                                signed_zeros=(direction == "forward"))
         except AssertionError as e:
             raise AssertionError(f"{e}\nfallbacks: {_fallbacks(records)}") from None
         fallbacks = _fallbacks(records)
-        assert not fallbacks, f"{what}: ops ran in ATen instead of a kernel: {fallbacks}"
-        assert k > 0, f"{what}: no compiled kernel (the graphs hold only host steps or externs)"
+        accepted = [f for f in fallbacks if exceptions.allowed_fallback(f) is not None]
+        refused = [f for f in fallbacks if f not in accepted]
+        assert not refused, f"{what}: ops ran in ATen instead of a kernel: {refused}"
+        assert k > 0 or accepted, f"{what}: no compiled kernel (the graphs hold only host steps or externs)"
         _log(request, i, time.perf_counter() - t0, k)

@@ -161,12 +161,40 @@ def test_reductions():
                               x.prod(2), (x > 0).any(1), x.max(1).values, x.mean()), x, atol=1e-5, rtol=1e-5)
 
 
-def test_views_stay_aten_and_are_reported():
+def test_views_lower_to_layout_ops_and_are_not_fallbacks():
     x = torch.randn(4, 6)
-    lgs = check_lowering(lambda x: (x.t() * 2).reshape(3, 8).exp(), x)
-    names = [op for op, _ in fallbacks(lgs)]
-    assert "aten.permute" in names or "aten.t" in names or "aten.transpose" in names
-    assert all("view" in r or "layout" in r for _, r in fallbacks(lgs))
+    lgs = check_lowering(lambda x: (x.t() * 2).exp().reshape(3, 8).unsqueeze(0) + x.t().reshape(1, 3, 8), x)
+    assert fallbacks(lgs) == []
+    ops = [n.op for n in lgs[0].nodes]
+    assert "permute" in ops and "reshape" in ops
+
+
+@pytest.mark.parametrize("case", ["slice", "select", "split", "unbind", "cat", "transpose", "narrow", "squeeze"])
+def test_view_op_lowerings_match_eager(case):
+    x = torch.randn(3, 8, 5)
+    y = torch.randn(3, 2, 5)
+    fns = {
+        "slice": lambda x, y: x[:, 1:7:2] * 2 + x[:, -3:].sum(1, keepdim=True),
+        "select": lambda x, y: x[:, 3] + x[-1, 2:5, :].t().sum(1),
+        "split": lambda x, y: [t.exp() for t in x.split(3, dim=1)],
+        "unbind": lambda x, y: sum(t * (i + 1) for i, t in enumerate(x.unbind(2))),
+        "cat": lambda x, y: torch.cat([x.neg(), y * 3, x[:, :1].to(torch.float64)], dim=1).sin(),
+        "transpose": lambda x, y: x.transpose(0, 2).contiguous().view(5, 24) + 1,
+        "narrow": lambda x, y: x.narrow(1, 2, 4).relu(),
+        "squeeze": lambda x, y: (x[:, :1] * 2).squeeze(1).unsqueeze(-1).exp(),
+    }
+    lgs = check_lowering(fns[case], x, y)
+    views = {"aten.view", "aten.permute", "aten.transpose", "aten.slice", "aten.select", "aten.split",
+             "aten.split_with_sizes", "aten.unbind", "aten.cat", "aten.unsqueeze", "aten.squeeze", "aten.narrow",
+             "aten.t", "aten.reshape", "aten._unsafe_view"}
+    assert not [op for op, _ in fallbacks(lgs) if op in views], fallbacks(lgs)
+
+
+def test_views_on_dynamic_shapes():
+    x = torch.randn(4, 6, 3)
+    lgs = check_lowering(lambda x: (x.permute(2, 0, 1) * 2).reshape(3, -1)[:, 1:].exp(), x, dynamic=True)
+    for lg in lgs:
+        assert any(n.op == "permute" for n in lg.nodes)
 
 
 def test_matmul_extern_by_design():

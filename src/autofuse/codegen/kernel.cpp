@@ -10,6 +10,7 @@
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/schedule/schedule.h"
 #include "autofuse/tiling/launch.h"
+#include "autofuse/tiling/rows_vector.h"
 
 namespace autofuse {
 
@@ -69,9 +70,10 @@ size_t Kernel::num_variants() const {
   return variants_.size();
 }
 
-std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner) const {
+std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner, bool rows_vector) const {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = variants_.find(unit_inner);
+  const auto key = std::make_pair(rows_vector, unit_inner);
+  auto it = variants_.find(key);
   if (it != variants_.end()) return it->second;
   auto v = std::make_shared<Variant>();
   EmitOptions o;
@@ -79,11 +81,13 @@ std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& 
   o.unit_inner = unit_inner;
   o.func_name = func_;
   o.precision = precision_;
+  const LoopNest* nest = rows_vector ? (outer_ ? nullptr : tiling_.rows_vector_nest()) : &nest_;
+  if (!nest) throw IRError("kernel " + name_ + ": no vector-rows variant (not an inner reduction with a kept axis)");
   o.outer = outer_.get();
-  v->source = emit_cpu_kernel(body(), nest_, o);
+  v->source = emit_cpu_kernel(body(), *nest, o);
   v->jit = jit_compile(v->source, func_, name_);
   v->fn = reinterpret_cast<KernelFn>(v->jit.entry);
-  variants_[unit_inner] = v;
+  variants_[key] = v;
   return v;
 }
 
@@ -213,20 +217,25 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     }
   }
   merge_axes(nest_, d);
+  const TilingDecision dec = tiling_.decide(d.sizes);
+  if (dec.pick().schedule.rows <= 0) return;
+  // Vector-rows: the same call in the permuted axis order of its own variant (tiling/rows_vector.h).
+  const bool rows_vector = dec.pick().kind == TilingKind::VectorRows;
+  if (rows_vector) permute_launch_domain(d, *tiling_.rows_vector_perm());
   const int v = nest_.vec_axis();
   std::vector<bool> unit(nops, true);
   for (size_t k = 0; k < nops; ++k)
     if (d.varies[k][static_cast<size_t>(v)])
       unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
-  const TilingDecision dec = tiling_.decide(d.sizes);
-  if (dec.pick().schedule.rows <= 0) return;
-  auto var = variant(unit);
+  auto var = variant(unit, rows_vector);
   TilingCandidate c = dec.pick();
   EmitOptions eo;
   eo.unit_inner = unit;
-  if (c.kind != TilingKind::Split && strided_vector_operand(nest_, eo))
+  // Lane-by-lane operands along the kept vector axis: the column-block schedule. Vector-rows keeps the schedule its
+  // estimate was made for (its variant numbers rows either way; any vblock is valid for both numberings).
+  if (c.kind != TilingKind::Split && !rows_vector && strided_vector_operand(nest_, eo))
     c.schedule = column_block_schedule(nest_, d.sizes, c.schedule, lanes_);
-  launch_tiled(graph_, nest_, var->fn, d, data, c);
+  launch_tiled(graph_, rows_vector ? *tiling_.rows_vector_nest() : nest_, var->fn, d, data, c);
 }
 
 }  // namespace autofuse

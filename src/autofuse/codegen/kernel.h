@@ -52,7 +52,7 @@ class Kernel {
   const OuterPlan* outer_plan() const { return outer_.get(); }
   /// Vector lanes of the generated code.
   int lanes() const { return lanes_; }
-  /// Number of variants compiled so far (one per stride class seen).
+  /// Number of variants compiled so far (one per stride class seen, per nest: the kernel's and the vector-rows one).
   size_t num_variants() const;
   /// The launch-time tiling function (tiling/): candidates and choice per call.
   const TilingFunction& tiling() const { return tiling_; }
@@ -60,7 +60,9 @@ class Kernel {
  private:
   struct Variant;
   Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer = nullptr);
-  std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner) const;
+  /// The compiled variant for a stride class, of the kernel's nest or (rows_vector) of the tiling function's
+  /// vector-rows nest; compiled on first use.
+  std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
   /// The graph the loop nest and the emitted source are made of: outer_->main, or graph_.
   const Graph& body() const { return outer_ ? outer_->main : graph_; }
@@ -79,7 +81,7 @@ class Kernel {
   std::string source_;
   TilingFunction tiling_;
   mutable std::mutex mu_;
-  mutable std::map<std::vector<bool>, std::shared_ptr<const Variant>> variants_;
+  mutable std::map<std::pair<bool, std::vector<bool>>, std::shared_ptr<const Variant>> variants_;
 };
 
 }  // namespace autofuse

@@ -49,19 +49,21 @@ double row_ns(const WorkShape& w, int64_t active, int64_t total_rows, const Cost
   const double elems = static_cast<double>(w.row_elems);
   const double ws = elems * w.in_bytes;  // the row's re-read working set
   const double total_in = ws * static_cast<double>(total_rows);
-  // First pass: from DRAM unless the whole input stays in half the last-level cache (then at about L2 speed,
-  // the usual ratio of L3 to L2 bandwidth being near 1/2 on x86 server cores — an assumption, not measured).
-  const double first_bw = total_in <= 0.5 * static_cast<double>(p.l3_bytes) ? 0.5 * p.l2_gbps : dram_per_thread(p, active);
+  // First pass: from DRAM unless each active thread's share of the input stays in half its L2. The last-level cache
+  // is not counted on: in a VM the OS reports the host's (480 MiB on the sweep machine) while the probe measured DRAM
+  // speed over 256 MiB buffers that would "fit" in it, and the sweep's 32-64 MiB inputs stream at DRAM speed too.
+  const double share = total_in / static_cast<double>(std::max<int64_t>(1, active));
+  const double first_bw = share <= 0.5 * static_cast<double>(p.l2_bytes) ? p.l2_gbps : dram_per_thread(p, active);
   double reread_bw = dram_per_thread(p, active);
   if (ws <= 0.5 * static_cast<double>(p.l1_bytes)) reread_bw = p.l1_gbps;
   else if (ws <= 0.5 * static_cast<double>(p.l2_bytes)) reread_bw = p.l2_gbps;
-  else if (total_in <= 0.5 * static_cast<double>(p.l3_bytes)) reread_bw = 0.5 * p.l2_gbps;
   const double mem = ws / first_bw + (w.passes - 1) * ws / reread_bw + elems * w.out_bytes / dram_per_thread(p, active);
   // Compute: vector iterations (an inner reduction rounds its row up to whole vectors), each costing the pass's
   // operations, plus the per-row horizontal reduction.
   const double iters = w.inner_reduction ? std::ceil(elems / p.lanes) : elems / p.lanes;
   double ops = iters * w.passes * (w.ops + w.transcendentals * p.transcendental_ops);
   if (w.inner_reduction) ops += p.row_overhead_ops * w.passes;
+  ops += elems * (w.lane_loads * w.passes + w.lane_stores) * p.lane_access_ops;
   return std::max(mem, ops / p.vec_ops_per_ns);
 }
 

@@ -26,7 +26,15 @@ struct CostParams {
   double vec_ops_per_ns = 3;      ///< vector operations per ns per core (assumed: 1 per cycle at 3 GHz)
   double transcendental_ops = 20; ///< vector operations per exp/log/tanh/... (polynomial + range reduction)
   double launch_ns = 3000;        ///< one parallel_for launch with workers waking up
-  double row_overhead_ops = 12;   ///< per row of an inner reduction: horizontal reduction and the masked tail
+  /// Per row and pass of an inner reduction: row index decomposition, the masked tail, the horizontal reduction
+  /// through f64 and the kept store. Calibrated on the sweep (tools/cmd_tiling.cpp): sum over 1M x 16 and 4M x 4 with
+  /// the row schedule costs 50-150 ns per row and thread more than the same bytes in long rows (softmax: 200-400 ns
+  /// per row and pass), so 300 ops (100 ns at the assumed 3 ops/ns) per row and pass.
+  double row_overhead_ops = 300;
+  /// Vector-op equivalents per element loaded or stored lane by lane (a strided vector-rows access: a scalar load
+  /// and a lane insert). Calibrated by a micro-benchmark of af_ldn on an L2-resident [rows, 4..64] f32 buffer on
+  /// the sweep machine: about 0.7 ns per element, so 2 ops.
+  double lane_access_ops = 2;
 
   /// Figures from a machine model (measured bandwidths; the defaults above where a figure is 0) and a thread count.
   static CostParams from_machine(const MachineInfo& m, int threads, int lanes);
@@ -44,6 +52,8 @@ struct WorkShape {
   double out_bytes = 4;      ///< bytes written per full-domain element (full-domain outputs)
   double ops = 1;            ///< vector operations per element per pass (elementwise nodes)
   double transcendentals = 0;///< transcendental nodes per element
+  double lane_loads = 0;     ///< operands per element read lane by lane in every pass (strided vector-rows gathers)
+  double lane_stores = 0;    ///< outputs per element written lane by lane in the final pass
 };
 
 /// Estimated nanoseconds for `w` spread over `tasks` parallel tasks of `rows_per_task` rows (the busiest thread runs

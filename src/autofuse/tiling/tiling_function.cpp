@@ -9,6 +9,7 @@
 
 #include "autofuse/runtime/thread_pool.h"
 #include "autofuse/tiling/machine.h"
+#include "autofuse/tiling/rows_vector.h"
 
 namespace autofuse {
 namespace {
@@ -41,6 +42,7 @@ const char* tiling_kind_name(TilingKind k) {
     case TilingKind::Rows: return "rows";
     case TilingKind::NarrowRows: return "narrow-rows";
     case TilingKind::Split: return "split";
+    case TilingKind::VectorRows: return "vector-rows";
   }
   return "?";
 }
@@ -75,7 +77,10 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
     const Node& nd = g.node(static_cast<ValueId>(i));
     const ValuePlacement& vp = nest.values[i];
     if (nd.op == OpKind::Input) {
-      if (!vp.kept) in_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+      if (!vp.kept) {
+        in_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+        full_inputs_ += 1;
+      }
       continue;
     }
     if (vp.kept) continue;
@@ -85,7 +90,10 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
   for (ValueId o : g.outputs()) {
     const Node& nd = g.node(o);
     if (nest.values[static_cast<size_t>(o)].kept) kept_out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
-    else out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+    else {
+      out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+      full_outputs_ += 1;
+    }
   }
   ops_ = std::max(1.0, ops_);
   if (in_bytes_ <= 0) in_bytes_ = 1;
@@ -102,6 +110,10 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
     if (!ok_op || !is_float(nd.dtype) || !nest.values[static_cast<size_t>(o)].kept) splittable_ = false;
   }
   params_ = CostParams::from_machine(machine_info(), get_num_threads(), lanes);
+  if (auto perm = rows_vector_permutation(nest)) {
+    rv_perm_ = *perm;
+    rv_nest_ = std::make_shared<const LoopNest>(permute_loop_nest(nest, rv_perm_));
+  }
   // Compile-time folding: a static domain merged as contiguous operands would merge it.
   bool is_static = true;
   std::vector<int64_t> sizes;
@@ -170,6 +182,7 @@ TilingDecision TilingFunction::decide(const std::vector<int64_t>& sizes) const {
 TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const {
   const LoopNest& n = *nest_;
   TilingDecision d;
+  d.candidates.reserve(4);  // one allocation per launch
   // Rows: the default schedule, parallel_for cutting it into at most `threads` chunks of >= grain rows.
   {
     TilingCandidate c;
@@ -218,6 +231,30 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
         if (!n.is_reduce[static_cast<size_t>(a)]) kept *= sizes[static_cast<size_t>(a)];
       c.est_ns = estimate_split_ns(work_shape(sizes, base), splits, kept, kept_out_bytes_, p);
       d.candidates.push_back(c);
+    }
+  }
+  // VectorRows: short inner-reduction rows, lanes across rows.
+  if (rv_nest_) {
+    int64_t rsize = 1, kept = 1;
+    for (int a = 0; a < n.rank; ++a) (n.is_reduce[static_cast<size_t>(a)] ? rsize : kept) *= sizes[static_cast<size_t>(a)];
+    if (rsize <= kVectorRowsMaxCols && (kept >= kVectorRowsMinRows || g_forced == TilingKind::VectorRows)) {
+      TilingCandidate c;
+      c.kind = TilingKind::VectorRows;
+      c.schedule = choose_schedule(*rv_nest_, permute_sizes(sizes, rv_perm_), lanes_);
+      if (c.schedule.rows > 0) {
+        WorkShape w = work_shape(sizes, c.schedule);
+        w.rows = c.schedule.rows;
+        w.inner_reduction = false;
+        w.row_elems = std::max<int64_t>(1, rsize) * c.schedule.vblock;
+        // Contiguous rows of more than one element are gathered lane by lane (stride = the row length).
+        if (rsize > 1) {
+          w.lane_loads = full_inputs_;
+          w.lane_stores = full_outputs_;
+        }
+        const int64_t tasks = std::min<int64_t>(p.threads, std::max<int64_t>(1, c.schedule.rows / c.schedule.grain));
+        c.est_ns = estimate_rows_ns(w, tasks, ceil_div(c.schedule.rows, tasks), p);
+        d.candidates.push_back(c);
+      }
     }
   }
   // Choice: the lowest estimate; another kind must beat the default rows by 5% (the model's noise floor).

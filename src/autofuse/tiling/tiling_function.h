@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,15 +22,17 @@ enum class TilingKind {
   Rows,        ///< the default row schedule: rows (kept index x vector block) split evenly over the threads
   NarrowRows,  ///< vector-axis-kept kernels: one vector per row, so few kept outer indices still fill the threads
   Split,       ///< two-phase split reduction: each thread reduces a slice of the reduced axis, then partials combine
+  VectorRows,  ///< inner reductions of short rows: SIMD lanes across rows (tiling/rows_vector.h; its own variant)
 };
 
-/// "rows", "narrow-rows", "split".
+/// "rows", "narrow-rows", "split", "vector-rows".
 const char* tiling_kind_name(TilingKind k);
 
 /// One candidate for one call, with its estimate.
 struct TilingCandidate {
   TilingKind kind = TilingKind::Rows;
-  Schedule schedule;       ///< rows / vblock / blk / grain of one kernel call (of one slice for Split)
+  Schedule schedule;       ///< rows / vblock / blk / grain of one kernel call (of one slice for Split; of the
+                           ///< permuted nest, rows_vector_nest(), for VectorRows)
   int split_axis = -1;     ///< Split: the merged-domain reduce axis that is sliced
   int64_t splits = 1;      ///< Split: number of slices (<= threads)
   double est_ns = 0;       ///< cost_model estimate
@@ -58,13 +61,26 @@ class TilingFunction {
 
   /// Candidates and choice for the merged domain sizes of one call (schedule.h merge_axes). Constraints every
   /// decision satisfies: schedule.rows = the row count of the sizes, 1 <= grain, lanes <= vblock (a multiple of
-  /// lanes) when the vector axis is kept, 1 <= splits <= threads and splits <= the sliced axis' extent.
+  /// lanes) when the vector axis is kept, 1 <= splits <= threads and splits <= the sliced axis' extent; VectorRows
+  /// only for inner reductions of at most kVectorRowsMaxCols reduced elements per row and at least
+  /// kVectorRowsMinRows rows (any number > 0 when forced), with lanes <= vblock (a
+  /// multiple of lanes) and rows = choose_schedule(rows_vector_nest(), permuted sizes).
   TilingDecision decide(const std::vector<int64_t>& sizes) const;
 
   /// Whether the graph allows the Split candidate (every output a float sum/mean/amax/amin of the only reduction
   /// stage, no iota).
   bool splittable() const { return splittable_; }
   const CostParams& params() const { return params_; }
+  /// The vector-rows axis order (rows_vector.h) and permuted nest; null when the kernel has no such variant.
+  const std::vector<int>* rows_vector_perm() const { return rv_nest_ ? &rv_perm_ : nullptr; }
+  const LoopNest* rows_vector_nest() const { return rv_nest_.get(); }
+
+  /// VectorRows is a candidate up to this many reduced elements per row (longer rows reduce along the row far
+  /// better: a lane-by-lane gather per element against one vector load per AF_W elements).
+  static constexpr int64_t kVectorRowsMaxCols = 256;
+  /// ... and from this many rows (kept indices) on, unless forced: below it a call takes microseconds either way, and
+  /// its first use would compile another variant (about a second) for nothing.
+  static constexpr int64_t kVectorRowsMinRows = 1024;
 
  private:
   TilingDecision decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const;
@@ -75,7 +91,10 @@ class TilingFunction {
   bool splittable_ = false;
   int passes_ = 1;
   double in_bytes_ = 4, out_bytes_ = 0, ops_ = 1, transcendentals_ = 0, kept_out_bytes_ = 4;
+  double full_inputs_ = 0, full_outputs_ = 0;  // operands varying along the reduction (strided under VectorRows)
   CostParams params_;
+  std::vector<int> rv_perm_;
+  std::shared_ptr<const LoopNest> rv_nest_;  // shared: TilingFunction is copied into its Kernel
   std::vector<int64_t> folded_sizes_;  // the static domain (empty when dynamic)
   std::optional<TilingDecision> folded_;
   int folded_threads_ = 0;
