@@ -82,8 +82,9 @@ def kernel_compiler(core):
 
 
 def compile_kernel(core, subgraph):
-    """Compile one kernel sub-graph, memoized by its IR text."""
-    key = str(subgraph)
+    """Compile one kernel sub-graph, memoized by its IR text and the precision policy (kernels read
+    AUTOFUSE_EMULATE_PRECISION_CASTS when they are compiled, so the two policies never share a Kernel)."""
+    key = os.environ.get("AUTOFUSE_EMULATE_PRECISION_CASTS", "") + "|" + str(subgraph)
     k = _KERNELS.get(key)
     if k is None:
         k = kernel_compiler(core)(subgraph)
@@ -105,8 +106,9 @@ def compile_threads() -> int:
 def compile_kernels(core, subgraphs: List[Any]) -> List[Any]:
     """Compile several kernel sub-graphs, ``compile_threads()`` at a time; returns per sub-graph the Kernel or the
     exception its compile raised (in order). Identical sub-graphs (same IR text, also across graphs of the process)
-    are compiled once."""
-    keys = [str(g) for g in subgraphs]
+    are compiled once. Keyed by the precision policy too, as in compile_kernel."""
+    policy = os.environ.get("AUTOFUSE_EMULATE_PRECISION_CASTS", "") + "|"
+    keys = [policy + str(g) for g in subgraphs]
     todo: Dict[str, Any] = {}
     for key, g in zip(keys, subgraphs):
         if key not in _KERNELS and key not in todo:

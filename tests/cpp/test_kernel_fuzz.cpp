@@ -1,10 +1,13 @@
 // Differential testing of generated kernels: seeded random kernel graphs x random sizes and layouts against the
 // reference interpreter. `make test` runs AUTOFUSE_FUZZ_GRAPHS (default 120) graphs x 3 cases; `make fuzz-kernels`
-// runs many more. A failure prints the seed; replay it with AUTOFUSE_FUZZ_SEED=<seed> AUTOFUSE_FUZZ_GRAPHS=1.
+// runs many more. A failure prints the seed; replay it with AUTOFUSE_FUZZ_SEED=<seed> AUTOFUSE_FUZZ_GRAPHS=1 (and
+// AUTOFUSE_EMULATE_PRECISION_CASTS=1 when the failing test is the one under the other precision policy).
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "autofuse/ir/printer.h"
 #include "kernel_test_util.h"
@@ -17,10 +20,10 @@ int64_t env_int(const char* name, int64_t dflt) {
   return v && *v ? std::strtoll(v, nullptr, 10) : dflt;
 }
 
-TEST(KernelFuzz, RandomGraphsMatchInterpreter) {
-  const int64_t graphs = env_int("AUTOFUSE_FUZZ_GRAPHS", 120);
+/// `graphs` random graphs x AUTOFUSE_FUZZ_CASES_PER_GRAPH cases from seed `base`; kernels and interpreter both use
+/// the precision policy of the environment (AUTOFUSE_EMULATE_PRECISION_CASTS).
+void fuzz(int64_t graphs, uint64_t base, const char* label) {
   const int64_t cases = env_int("AUTOFUSE_FUZZ_CASES_PER_GRAPH", 3);
-  const uint64_t base = static_cast<uint64_t>(env_int("AUTOFUSE_FUZZ_SEED", 20261129));
   int64_t ran = 0, failed = 0;
   for (int64_t i = 0; i < graphs; ++i) {
     const uint64_t seed = base + static_cast<uint64_t>(i);
@@ -43,8 +46,26 @@ TEST(KernelFuzz, RandomGraphsMatchInterpreter) {
     }
     if (failed >= 5) break;
   }
-  std::printf("[kernel fuzz] %lld cases over %lld graphs from seed %llu, %lld failed\n", static_cast<long long>(ran),
-              static_cast<long long>(graphs), static_cast<unsigned long long>(base), static_cast<long long>(failed));
+  std::printf("[kernel fuzz%s] %lld cases over %lld graphs from seed %llu, %lld failed\n", label,
+              static_cast<long long>(ran), static_cast<long long>(graphs), static_cast<unsigned long long>(base),
+              static_cast<long long>(failed));
+}
+
+TEST(KernelFuzz, RandomGraphsMatchInterpreter) {
+  fuzz(env_int("AUTOFUSE_FUZZ_GRAPHS", 120), static_cast<uint64_t>(env_int("AUTOFUSE_FUZZ_SEED", 20261129)), "");
+}
+
+/// The same under the other precision policy than the environment's (per-op f16/bf16 rounding by default), on a
+/// quarter of the graphs.
+TEST(KernelFuzz, RandomGraphsMatchInterpreterUnderTheOtherPrecisionPolicy) {
+  const char* old = std::getenv("AUTOFUSE_EMULATE_PRECISION_CASTS");
+  const std::string saved = old ? old : "";
+  const bool emulating = old && std::string(old) == "1";
+  ::setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulating ? "0" : "1", 1);
+  fuzz(std::max<int64_t>(1, env_int("AUTOFUSE_FUZZ_GRAPHS", 120) / 4),
+       static_cast<uint64_t>(env_int("AUTOFUSE_FUZZ_SEED", 20261129)), emulating ? " f32-inside" : " emulate-casts");
+  if (old) ::setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", saved.c_str(), 1);
+  else ::unsetenv("AUTOFUSE_EMULATE_PRECISION_CASTS");
 }
 
 }  // namespace

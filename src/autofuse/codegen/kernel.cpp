@@ -37,6 +37,7 @@ Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> o
   name_ = g.name();
   func_ = "af_" + sanitize(g.name());
   lanes_ = jit_lanes();
+  precision_ = precision_policy_from_env();
   tiling_ = TilingFunction(body(), nest_, lanes_);
 }
 
@@ -79,6 +80,7 @@ std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& 
   o.lanes = lanes_;
   o.unit_inner = unit_inner;
   o.func_name = func_;
+  o.precision = precision_;
   const LoopNest* nest = rows_vector ? (outer_ ? nullptr : tiling_.rows_vector_nest()) : &nest_;
   if (!nest) throw IRError("kernel " + name_ + ": no vector-rows variant (not an inner reduction with a kept axis)");
   o.outer = outer_.get();
@@ -201,7 +203,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   if (empty_reduce_axis) {
     for (size_t k = ni; k < nops; ++k)
       if (!nest_.values[static_cast<size_t>(nest_.operands[k])].kept && outputs[k - ni].numel() > 0) {
-        interpret_into(graph_, inputs, outputs);
+        interpret_into(graph_, inputs, outputs, InterpretOptions{precision_});
         return;
       }
   }

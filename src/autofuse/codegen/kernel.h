@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autofuse/ir/graph.h"
+#include "autofuse/ir/precision.h"
 #include "autofuse/ir/tensor.h"
 #include "autofuse/schedule/loop_nest.h"
 #include "autofuse/schedule/outer_reduce.h"
@@ -45,6 +46,8 @@ class Kernel {
   const Graph& graph() const { return graph_; }
   /// The loop nest of the rows (of outer_plan()->main when the kernel has outer reductions).
   const LoopNest& loop_nest() const { return nest_; }
+  /// The f16/bf16 rounding policy the kernel was compiled with (ir/precision.h).
+  PrecisionPolicy precision() const { return precision_; }
   /// The split into rows and outer (cross-row) reductions, or null for an ordinary kernel.
   const OuterPlan* outer_plan() const { return outer_.get(); }
   /// Vector lanes of the generated code.
@@ -72,6 +75,9 @@ class Kernel {
   std::string name_;
   std::string func_;
   int lanes_ = 16;
+  /// f16/bf16 rounding policy, read from AUTOFUSE_EMULATE_PRECISION_CASTS when the kernel is compiled; every later
+  /// variant uses the same one.
+  PrecisionPolicy precision_ = PrecisionPolicy::Float32Inside;
   std::string source_;
   TilingFunction tiling_;
   mutable std::mutex mu_;

@@ -75,7 +75,7 @@ Value unary(const NodeContext& c, const Value& x) {
     if (pred)
       out.i[k] = x.is_float() ? predicate_float(op, x.f[k]) : predicate_int(op, x.i[k]);
     else if (x.is_float())
-      out.f[k] = round_float(unary_float(op, x.f[k]), out.dtype);
+      out.f[k] = round_float(unary_float(op, x.f[k]), c.round_dtype(out.dtype));
     else
       out.i[k] = wrap_int(unary_int(op, x.i[k], x.dtype), out.dtype);
   }
@@ -109,8 +109,9 @@ Value binary(const NodeContext& c, const Value& a, const Value& b) {
     return out;
   }
   if (a.is_float()) {
+    const DType rt = c.round_dtype(t);
     broadcast_loop(c, {&a, &b}, [&](int64_t k, const int64_t* o) {
-      out.f[k] = round_float(binary_float(op, a.f[o[0]], b.f[o[1]], t), t);
+      out.f[k] = round_float(binary_float(op, a.f[o[0]], b.f[o[1]], t), rt);
     });
     return out;
   }

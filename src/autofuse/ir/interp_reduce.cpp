@@ -1,6 +1,7 @@
 // The interpreter's reductions: sum, prod, amax, amin, argmax, argmin, mean, var, any, all over any set of axes,
 // with keepdim. Floating reductions accumulate in float64 (sum and mean with Neumaier's compensated summation, var
-// in two passes), integer sum and prod in wrapping int64; the result is rounded to the output dtype once.
+// in two passes), integer sum and prod in wrapping int64; the result is rounded once, to the output dtype (f16/bf16
+// outputs: to f32 under the Float32Inside precision policy, see ir/precision.h).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -86,7 +87,7 @@ Value eval_reduce(const NodeContext& c, const std::vector<const Value*>& in) {
             for (int64_t r = 0; r < count; ++r) sq.add((xf(r) - mean) * (xf(r) - mean));
             v = sq.value() / std::max(0.0, n - static_cast<double>(var_correction));
           }
-          out.f[k] = round_float(v, out.dtype);
+          out.f[k] = round_float(v, c.round_dtype(out.dtype));
         } else {
           uint64_t s = 0;
           for (int64_t r = 0; r < count; ++r) s += static_cast<uint64_t>(xi(r));
@@ -97,7 +98,7 @@ Value eval_reduce(const NodeContext& c, const std::vector<const Value*>& in) {
         if (x.is_float()) {
           double p = 1;
           for (int64_t r = 0; r < count; ++r) p *= xf(r);
-          out.f[k] = round_float(p, out.dtype);
+          out.f[k] = round_float(p, c.round_dtype(out.dtype));
         } else {
           uint64_t p = 1;
           for (int64_t r = 0; r < count; ++r) p *= static_cast<uint64_t>(xi(r));

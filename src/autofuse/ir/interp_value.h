@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "autofuse/ir/graph.h"
+#include "autofuse/ir/precision.h"
 #include "autofuse/ir/symbolic.h"
 
 namespace autofuse::interp {
 
 /// A node's value: a contiguous row-major tensor held in the interpreter's wide types. Floating dtypes keep float64
-/// values in `f` (already rounded to the dtype), integer and bool dtypes keep int64 values in `i` (already wrapped to
+/// values in `f` (already rounded to the dtype; f16/bf16 values computed under PrecisionPolicy::Float32Inside are
+/// rounded to float32 only, and to their dtype when written out), integer and bool dtypes keep int64 values in `i` (already wrapped to
 /// the dtype; bool as 0/1). Exactly one of the two vectors is used.
 struct Value {
   DType dtype = DType::Float32;
@@ -73,6 +75,10 @@ struct NodeContext {
   const Bindings& bindings;
   /// The node's output sizes under the bindings.
   std::vector<int64_t> out_sizes;
+  /// The f16/bf16 rounding policy of this run.
+  PrecisionPolicy precision = PrecisionPolicy::EmulateCasts;
+  /// The dtype a computed (non-cast, non-source) float result of dtype t is rounded to under the policy.
+  DType round_dtype(DType t) const { return implicit_rounding_dtype(t, precision); }
   /// `%v = op(%a, %b)`, the prefix of every run-time error about this node.
   std::string describe() const;
   /// Throw IRError "`describe()`: what".

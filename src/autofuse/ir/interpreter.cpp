@@ -249,7 +249,7 @@ std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b
 namespace {
 
 /// Run every node; return the outputs' values (in Graph::outputs() order).
-std::vector<Value> run(const Graph& g, const std::vector<HostTensor>& inputs, const Bindings& b) {
+std::vector<Value> run(const Graph& g, const std::vector<HostTensor>& inputs, const Bindings& b, PrecisionPolicy pp) {
   const size_t n = g.size();
   // Remaining uses of each value (graph outputs count as a use that is never released).
   std::vector<int64_t> uses(n, 0);
@@ -261,7 +261,7 @@ std::vector<Value> run(const Graph& g, const std::vector<HostTensor>& inputs, co
   size_t next_input = 0;
   for (size_t id = 0; id < n; ++id) {
     const Node& node = g.node(static_cast<ValueId>(id));
-    interp::NodeContext c{g, node, b, eval_sizes(node, b)};
+    interp::NodeContext c{g, node, b, eval_sizes(node, b), pp};
     if (node.op == OpKind::Input) {
       vals[id] = read_tensor(inputs[next_input++]);
       continue;
@@ -290,9 +290,10 @@ std::vector<Value> run(const Graph& g, const std::vector<HostTensor>& inputs, co
 
 }  // namespace
 
-std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs) {
+std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
+                                  const InterpretOptions& options) {
   const Bindings b = bind_symbols(g, inputs);
-  std::vector<Value> vals = run(g, inputs, b);
+  std::vector<Value> vals = run(g, inputs, b, options.precision);
   std::vector<HostTensor> out;
   for (const Value& v : vals) {
     HostTensor t = HostTensor::empty(v.dtype, v.sizes);
@@ -302,7 +303,8 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
   return out;
 }
 
-void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) {
+void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
+                    const InterpretOptions& options) {
   const Bindings b = bind_symbols(g, inputs);
   if (outputs.size() != g.outputs().size())
     throw IRError("graph " + g.name() + " has " + std::to_string(g.outputs().size()) + " outputs, got " +
@@ -315,7 +317,7 @@ void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const
                     std::string(dtype_name(n.dtype)) + sizes_str(sizes[k]) +
                     ", got " + outputs[k].describe());
   }
-  std::vector<Value> vals = run(g, inputs, b);
+  std::vector<Value> vals = run(g, inputs, b, options.precision);
   for (size_t k = 0; k < outputs.size(); ++k) write_tensor(vals[k], outputs[k]);
 }
 

@@ -2,9 +2,11 @@
 // model every compiled kernel is checked against, so it favours exactness and clarity over speed.
 //
 // Arithmetic is carried out in float64 for floating dtypes and in int64 (two's complement, wrapping) for integer and
-// bool dtypes; after each node the result is rounded to the node's dtype, as eager rounds after each op (for f16/bf16
-// eager computes in f32 and rounds to the storage type: the interpreter rounds f64 -> f32 -> f16/bf16, which gives the
-// same value whenever the f32 result is correctly rounded). Where eager's own result depends on how it is computed
+// bool dtypes; after each node the result is rounded to the node's dtype, as eager rounds after each op. For f16/bf16
+// nodes the rounding follows the precision policy (ir/precision.h): under EmulateCasts the interpreter rounds
+// f64 -> f32 -> f16/bf16 after every node (eager's value whenever the f32 result is correctly rounded); under the
+// default Float32Inside it rounds f16/bf16 nodes to f32 only, as one kernel computing the whole graph does, and rounds
+// to f16/bf16 at the graph's outputs, at explicit casts and at source nodes. Where eager's own result depends on how it is computed
 // (see interp_scalar.h: the sign of a zero from maximum/minimum, reductions in another summation order, SLEEF's
 // transcendental functions), the interpreter gives the mathematically best answer and the tests allow that freedom.
 //
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "autofuse/ir/graph.h"
+#include "autofuse/ir/precision.h"
 #include "autofuse/ir/symbolic.h"
 #include "autofuse/ir/tensor.h"
 
@@ -38,12 +41,21 @@ bool solve_linear_size(const Expr& e, int64_t size, Bindings& b);
 /// Throws IRError when a size evaluates negative or a symbol is unbound.
 std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b);
 
+/// How the interpreter computes.
+struct InterpretOptions {
+  /// Rounding of f16/bf16 nodes; the default follows AUTOFUSE_EMULATE_PRECISION_CASTS as kernels do (read when the
+  /// options object is made; throws std::invalid_argument for a bad value).
+  PrecisionPolicy precision = precision_policy_from_env();
+};
+
 /// Run the graph. Inputs may have any strides (including 0 for expanded dims). Returns one new contiguous tensor per
 /// graph output, owning its storage. Throws IRError (see the header comment).
-std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs);
+std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
+                                  const InterpretOptions& options = {});
 
 /// Run the graph and write the outputs into caller-allocated tensors of any strides (they must have the output's
 /// dtype and sizes; checked, IRError otherwise). Outputs must not overlap the inputs or each other.
-void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs);
+void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
+                    const InterpretOptions& options = {});
 
 }  // namespace autofuse

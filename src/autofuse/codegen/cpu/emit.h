@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autofuse/ir/graph.h"
+#include "autofuse/ir/precision.h"
 #include "autofuse/schedule/loop_nest.h"
 #include "autofuse/schedule/outer_reduce.h"
 
@@ -18,6 +19,9 @@ struct EmitOptions {
   /// vary along it), so whole vectors load/store contiguously; false means strided lane-by-lane access.
   std::vector<bool> unit_inner;
   std::string func_name = "af_kernel";
+  /// Where f16/bf16 values are rounded (ir/precision.h). Written into the source's first line, so the two policies
+  /// never share a cached binary.
+  PrecisionPolicy precision = PrecisionPolicy::Float32Inside;
   /// Outer (cross-row) reductions (schedule/outer_reduce.h), or null. Their operands are the last ones of the nest:
   /// pointers to the calling chunk's partials (f64 or int64), accumulated where the reduced value is computed.
   const OuterPlan* outer = nullptr;
@@ -61,7 +65,10 @@ std::string storage_ctype(DType t);
 /// A C++ expression of type vec<compute_ctype(t)> holding the scalar rounded to t, splatted.
 std::string splat_literal(const Scalar& s, DType t);
 /// The expression computing node `n` from the variables named by `arg` (one per input); nullopt-like empty string
-/// for ops the caller handles itself (input, reduce, iota). Rounds f16/bf16 results to their dtype.
-std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& arg);
+/// for ops the caller handles itself (input, reduce, iota). f16/bf16 results are rounded to their dtype at casts and
+/// constants always, and after every other op only under PrecisionPolicy::EmulateCasts.
+std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& arg, PrecisionPolicy p);
+/// `e` (a vec<float> expression) rounded to t when t is f16/bf16 (af_rnd_f16 / af_rnd_bf16), else `e` unchanged.
+std::string rounded_to(DType t, const std::string& e);
 
 }  // namespace autofuse

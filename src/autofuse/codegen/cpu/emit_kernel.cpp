@@ -30,9 +30,12 @@ class Emitter {
     for (ValueId out : g.outputs())
       if (!val(out).kept) num_passes_ = std::max(num_passes_, val(out).stage + 1);
     if (nest.reduce_axes().empty()) num_passes_ = std::max(num_passes_, 1);
+    plan_stash();
+    plan_prefetch();
   }
 
   std::string run() {
+    out_ << "// precision policy: " << precision_policy_name(o_.precision) << "\n";
     out_ << "#define AF_W " << o_.lanes << "\n" << af_kernel_header_text() << "\n";
     if (o_.outer) out_ << outer_helpers_text() << "\n";
     out_ << "// Kernel " << g_.name() << ": domain rank " << r_ << ", reduce axes {";
@@ -57,6 +60,7 @@ class Emitter {
     for (int a : nest_.reduce_axes()) rn += " * n" + s(a);
     line("const int64_t rn = " + rn + ";  // elements reduced per output");
     line("(void)rn; (void)vblock; (void)blk;");
+    emit_stash_decls();
     if (!inner_) emit_rows_vec_kept();
     else emit_rows_vec_reduced();
     out_ << "}\n";
@@ -147,8 +151,153 @@ class Emitter {
     line("int64_t rest = row;");
     decompose_row(nest_.kept_axes());
     line("(void)rest;");
+    if (prefetch_next_row()) emit_next_row_offsets();
     emit_passes();
     close();
+  }
+
+  // The row stash. A multi-pass row reduction recomputes every full value a later pass needs (softmax: exp(x - max)
+  // in the sum pass and again in the output pass). Values whose computation includes a transcendental function are
+  // instead stored, in the pass that first computes them, into a per-call stack buffer indexed by the position in
+  // the row, and loaded from it by later passes (bit-identical: the same vector is stored and loaded). Only when the
+  // vector axis is the only reduce axis, and only for rows whose stashed values fit the buffer (AF_STASH_BYTES, so
+  // the stash stays in L2); longer rows recompute (the kernel checks the row length at run time).
+  static constexpr int64_t kStashBytes = 64 * 1024;
+
+  static bool is_transcendental(OpKind k) {
+    switch (k) {
+      case OpKind::Exp: case OpKind::Exp2: case OpKind::Expm1: case OpKind::Log: case OpKind::Log2:
+      case OpKind::Log10: case OpKind::Log1p: case OpKind::Sin: case OpKind::Cos: case OpKind::Tan:
+      case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Erf: case OpKind::Pow: case OpKind::Atan2: return true;
+      default: return false;
+    }
+  }
+  bool is_stashed(size_t i) const { return stash_pass_[i] > 0; }
+
+  /// Full values needed in pass p (outputs stored in p, inputs of reductions accumulating in p, and what they are
+  /// computed from). With `stash`, stashed values first computed in an earlier pass are leaves (loaded).
+  std::vector<bool> needed_in_pass(int p, bool stash) const {
+    std::vector<bool> need(g_.size(), false);
+    for (auto& [id, mp] : accumulating(p)) {
+      ValueId in = g_.node(id).inputs[0];
+      if (!val(in).kept) need[static_cast<size_t>(in)] = true;
+    }
+    for (ValueId outv : g_.outputs())
+      if (!val(outv).kept && val(outv).stage + 1 == p) need[static_cast<size_t>(outv)] = true;
+    for (size_t i = g_.size(); i-- > 0;) {
+      if (!need[i] || (stash && is_stashed(i) && stash_pass_[i] < p)) continue;
+      for (ValueId in : g_.node(static_cast<ValueId>(i)).inputs)
+        if (!val(in).kept) need[static_cast<size_t>(in)] = true;
+    }
+    return need;
+  }
+
+  void plan_stash() {
+    stash_pass_.assign(g_.size(), 0);
+    const std::vector<int> ra = nest_.reduce_axes();
+    if (!(inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_)) return;
+    std::vector<int> first(g_.size(), 0);
+    std::vector<bool> costly(g_.size(), false);
+    for (int p = 1; p <= num_passes_; ++p) {
+      std::vector<bool> need = needed_in_pass(p, false);
+      for (size_t i = 0; i < g_.size(); ++i)
+        if (need[i] && first[i] == 0) first[i] = p;
+    }
+    for (size_t i = 0; i < g_.size(); ++i) {
+      const Node& nd = g_.node(static_cast<ValueId>(i));
+      if (val(static_cast<ValueId>(i)).kept || nd.info().category != OpCategory::Elementwise) continue;
+      costly[i] = is_transcendental(nd.op);
+      for (ValueId in : nd.inputs) costly[i] = costly[i] || costly[static_cast<size_t>(in)];
+    }
+    // Pass by pass, a costly float value first computed in an earlier pass becomes a stashed leaf.
+    for (int p = 2; p <= num_passes_; ++p) {
+      std::vector<bool> need(g_.size(), false);
+      for (auto& [id, mp] : accumulating(p))
+        if (!val(g_.node(id).inputs[0]).kept) need[static_cast<size_t>(g_.node(id).inputs[0])] = true;
+      for (ValueId outv : g_.outputs())
+        if (!val(outv).kept && val(outv).stage + 1 == p) need[static_cast<size_t>(outv)] = true;
+      for (size_t i = g_.size(); i-- > 0;) {
+        if (!need[i]) continue;
+        const std::string ct = compute_ctype(g_.node(static_cast<ValueId>(i)).dtype);
+        if (costly[i] && first[i] < p && (ct == "float" || ct == "double")) {
+          stash_pass_[i] = first[i];
+          continue;
+        }
+        for (ValueId in : g_.node(static_cast<ValueId>(i)).inputs)
+          if (!val(in).kept) need[static_cast<size_t>(in)] = true;
+      }
+    }
+  }
+
+  /// The stash buffer, its use flag for this call, and one pointer `st<id>` per stashed value.
+  void emit_stash_decls() {
+    std::vector<std::pair<size_t, std::string>> vals;
+    for (size_t i = 0; i < g_.size(); ++i)
+      if (is_stashed(i)) vals.push_back({i, compute_ctype(g_.node(static_cast<ValueId>(i)).dtype)});
+    if (vals.empty()) return;
+    std::string per = "0";
+    for (auto& [i, ct] : vals) per += " + sizeof(" + ct + ")";
+    line("alignas(64) char af_stash[" + s(kStashBytes) + "];  // the row stash: values later passes reload");
+    line("const int64_t rn_pad = (rn + AF_W - 1) / AF_W * AF_W;");
+    line("const bool af_use_stash = rn_pad * (int64_t)(" + per + ") <= (int64_t)sizeof af_stash;");
+    std::string off = "0";
+    for (auto& [i, ct] : vals) {
+      line(ct + "* __restrict st" + s(i) + " = (" + ct + "*)(af_stash + rn_pad * (" + off + "));");
+      off += " + sizeof(" + ct + ")";
+    }
+  }
+
+  // Prefetching the next row. A multi-pass row reduction (softmax, layer norm) reads its row from DRAM in pass 1
+  // and from cache afterwards, so DRAM idles while the later passes compute. When the only reduce axis is the
+  // vector axis, one later pass prefetches the next row's inputs (one prefetch per vector of each unit-stride input
+  // that varies along the row and from row to row), overlapping that row's DRAM reads with this row's computation.
+  // The pass is the one computing the most transcendental functions (the longest), else the last one; measured on
+  // the bench's softmax and layer_norm (2026-11-29, docs/codegen.md), prefetching in every later pass was slower for
+  // layer_norm and no better for softmax.
+  bool prefetch_next_row() const {
+    const std::vector<int> ra = nest_.reduce_axes();
+    return inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_ && !prefetched_operands().empty();
+  }
+  std::vector<size_t> prefetched_operands() const {
+    std::vector<size_t> ks;
+    for (size_t k = 0; k < static_cast<size_t>(nest_.num_inputs); ++k) {
+      bool per_row = false;
+      for (int a : nest_.kept_axes()) per_row = per_row || op_varies(k, a);
+      if (op_varies(k, v_) && per_row && o_.unit_inner[k]) ks.push_back(k);
+    }
+    return ks;
+  }
+  void plan_prefetch() {
+    prefetch_pass_ = 0;
+    if (!prefetch_next_row()) return;
+    int best = 0;
+    prefetch_pass_ = num_passes_;
+    for (int p = 2; p <= num_passes_; ++p) {  // the first pass with the most transcendental functions, else the last
+      const std::vector<bool> need = needed_in_pass(p, true);
+      int t = 0;
+      for (size_t i = 0; i < g_.size(); ++i)
+        if (need[i] && !(is_stashed(i) && stash_pass_[i] < p) && is_transcendental(g_.node(static_cast<ValueId>(i)).op))
+          ++t;
+      if (t > best) best = t, prefetch_pass_ = p;
+    }
+  }
+  /// `pn<k>`: operand k's offset of the next row (this row's at the last row of the call).
+  void emit_next_row_offsets() {
+    const std::vector<int> ko = nest_.kept_axes();
+    line("int64_t nrest = row + 1 < row_end ? row + 1 : row;");
+    for (size_t j = ko.size(); j-- > 0;)
+      line("const int64_t j" + s(ko[j]) + " = nrest % n" + s(ko[j]) + "; nrest /= n" + s(ko[j]) + ";");
+    line("(void)nrest;");
+    for (size_t k : prefetched_operands()) {
+      std::string e = "0";
+      for (int a : ko)
+        if (op_varies(k, a)) e += " + j" + s(a) + " * s" + s(k) + "_" + s(a);
+      line("const int64_t pn" + s(k) + " = " + e + ";");
+    }
+  }
+  void emit_prefetches() {
+    for (size_t k : prefetched_operands())
+      line("__builtin_prefetch(p" + s(k) + " + pn" + s(k) + " + i" + s(v_) + ", 0, 3);");
   }
 
   void emit_passes() {
@@ -215,21 +364,32 @@ class Emitter {
       if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
       cascade = cascade || is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
     }
-    // Full values needed in this pass.
-    std::vector<bool> need(g_.size(), false);
-    for (auto& [id, mp] : accs) {
-      ValueId in = g_.node(id).inputs[0];
-      if (!val(in).kept) need[static_cast<size_t>(in)] = true;
-    }
-    for (ValueId outv : g_.outputs())
-      if (!val(outv).kept && val(outv).stage + 1 == p) need[static_cast<size_t>(outv)] = true;
-    for (size_t i = g_.size(); i-- > 0;)
-      if (need[i])
-        for (ValueId in : g_.node(static_cast<ValueId>(i)).inputs)
-          if (!val(in).kept) need[static_cast<size_t>(in)] = true;
-
+    // Full values needed in this pass; with the row stash, stashed values of earlier passes are loaded instead.
+    const std::vector<bool> need = needed_in_pass(p, false);
+    const std::vector<bool> need_st = needed_in_pass(p, true);
+    bool uses_stash = false;
+    for (size_t i = 0; i < g_.size(); ++i) uses_stash = uses_stash || (need_st[i] && is_stashed(i));
     auto saved = cur_;
     auto saved_scope = in_scope_;
+    if (uses_stash) {
+      open("if (af_use_stash)");
+      emit_pass_loops(p, accs, need_st, cascade, true);
+      cur_ = saved;
+      in_scope_ = saved_scope;
+      close();
+      open("else");
+    }
+    emit_pass_loops(p, accs, need, cascade, false);
+    if (uses_stash) close();
+    cur_ = saved;
+    in_scope_ = saved_scope;
+    finalize(p, accs);
+    emit_kept(p);
+  }
+
+  /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail.
+  void emit_pass_loops(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
+                       bool cascade, bool stash_mode) {
     std::vector<int> ra = nest_.reduce_axes();
     open("");
     int open_loops = 0;
@@ -269,7 +429,7 @@ class Emitter {
         cur_ = before;
         advance_offsets(a, "o");
         std::string rlv = "rl" + s(a);
-        emit_pass_body(p, accs, need, cascade, tail == 1, rlv);
+        emit_pass_body(p, accs, need, cascade, tail == 1, rlv, stash_mode);
         close();
       }
       if (cascade) {
@@ -282,20 +442,25 @@ class Emitter {
         close();
       }
     } else {
-      emit_pass_body(p, accs, need, false, false, rl);
+      emit_pass_body(p, accs, need, false, false, rl, stash_mode);
     }
     for (int l = 0; l < open_loops; ++l) close();
     close();
-    cur_ = saved;
-    in_scope_ = saved_scope;
-    finalize(p, accs);
-    emit_kept(p);
   }
 
   void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
-                      bool cascade, bool tail, const std::string& rl) {
-    for (size_t i = 0; i < g_.size(); ++i)
-      if (need[i]) emit_value(static_cast<ValueId>(i));
+                      bool cascade, bool tail, const std::string& rl, bool stash_mode) {
+    if (!tail && p == prefetch_pass_) emit_prefetches();
+    for (size_t i = 0; i < g_.size(); ++i) {
+      if (!need[i]) continue;
+      const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl, ct = compute_ctype(g_.node(static_cast<ValueId>(i)).dtype);
+      if (stash_mode && is_stashed(i) && stash_pass_[i] < p) {
+        line("const vec<" + ct + "> " + var + " = af_ld<" + ct + ", " + ct + ">(" + sp + ");  // from the row stash");
+        continue;
+      }
+      emit_value(static_cast<ValueId>(i));
+      if (stash_mode && is_stashed(i) && stash_pass_[i] == p) line("af_st<" + ct + ", " + ct + ">(" + sp + ", " + var + ");");
+    }
     for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl);
     for (ValueId outv : g_.outputs())
       if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
@@ -381,9 +546,7 @@ class Emitter {
       }
       const std::string oct = compute_ctype(nd.dtype);
       if (oct != rt) e = "__builtin_convertvector(" + e + ", vec<" + oct + ">)";
-      if (nd.dtype == DType::Float16) e = "af_rnd_f16(" + e + ")";
-      if (nd.dtype == DType::BFloat16) e = "af_rnd_bf16(" + e + ")";
-      red_value_[id] = e;
+      red_value_[id] = rounded_to(implicit_rounding_dtype(nd.dtype, o_.precision), e);
     }
     (void)p;
   }
@@ -425,12 +588,11 @@ class Emitter {
       e = "(af_splat<int64_t>(" + s(attr_int(nd.attrs, "start")) + ") + af_splat<int64_t>(" +
           s(attr_int(nd.attrs, "step")) + ") * " + idx + ")";
       if (ct != "int64_t") e = "__builtin_convertvector(" + e + ", vec<" + ct + ">)";
-      if (nd.dtype == DType::Float16) e = "af_rnd_f16(" + e + ")";
-      if (nd.dtype == DType::BFloat16) e = "af_rnd_bf16(" + e + ")";
+      e = rounded_to(nd.dtype, e);  // a source: its values are values of its dtype
     } else {
       std::vector<std::string> args;
       for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
-      e = op_expression(g_, nd, args);
+      e = op_expression(g_, nd, args, o_.precision);
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
   }
@@ -479,6 +641,8 @@ class Emitter {
   std::vector<std::string> cur_;
   std::vector<bool> in_scope_;
   std::map<ValueId, std::string> red_value_;
+  int prefetch_pass_ = 0;        // the pass that prefetches the next row (0: none)
+  std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
   std::ostringstream out_;
   int ind_ = 0;
 };

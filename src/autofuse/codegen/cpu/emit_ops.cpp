@@ -49,13 +49,6 @@ std::string float_literal(double v) {
   return std::string("(") + buf + ")";
 }
 
-/// Wrap a float expression so it is rounded to f16 / bf16 when the node's dtype is one of those.
-std::string rounded(DType t, const std::string& e) {
-  if (t == DType::Float16) return "af_rnd_f16(" + e + ")";
-  if (t == DType::BFloat16) return "af_rnd_bf16(" + e + ")";
-  return e;
-}
-
 std::string call(const std::string& f, const std::string& ct, const std::vector<std::string>& a) {
   std::string s = f + "<" + ct + ">(";
   for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + a[i];
@@ -63,6 +56,12 @@ std::string call(const std::string& f, const std::string& ct, const std::vector<
 }
 
 }  // namespace
+
+std::string rounded_to(DType t, const std::string& e) {
+  if (t == DType::Float16) return "af_rnd_f16(" + e + ")";
+  if (t == DType::BFloat16) return "af_rnd_bf16(" + e + ")";
+  return e;
+}
 
 std::string splat_literal(const Scalar& s, DType t) {
   const std::string ct = compute_ctype(t);
@@ -80,13 +79,15 @@ std::string splat_literal(const Scalar& s, DType t) {
   return "af_splat<" + ct + ">((" + ct + ")" + lit + ")";
 }
 
-std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& a) {
+std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& a, PrecisionPolicy p) {
   const DType in_t = n.inputs.empty() ? n.dtype : g.node(n.inputs[0]).dtype;
   const std::string ct = compute_ctype(in_t);
   const std::string oct = compute_ctype(n.dtype);
   const bool fl = is_float(in_t);
   const bool bl = in_t == DType::Bool;
-  auto r = [&](const std::string& e) { return rounded(n.dtype, e); };
+  // Implicit rounding after the op (the policy's), and the explicit rounding of a cast node (always).
+  auto r = [&](const std::string& e) { return rounded_to(implicit_rounding_dtype(n.dtype, p), e); };
+  auto rc = [&](const std::string& e) { return rounded_to(n.dtype, e); };
   switch (n.op) {
     case OpKind::Constant:
     case OpKind::Full: return splat_literal(attr_scalar(n.attrs, "value"), n.dtype);
@@ -161,8 +162,8 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
     }
     case OpKind::Cast: {
       if (n.dtype == DType::Bool) return "af_nz<" + ct + ">(" + a[0] + ")";
-      if (ct == oct) return r(a[0]);
-      return r("__builtin_convertvector(" + a[0] + ", vec<" + oct + ">)");
+      if (ct == oct) return rc(a[0]);
+      return rc("__builtin_convertvector(" + a[0] + ", vec<" + oct + ">)");
     }
     case OpKind::BroadcastTo: return a[0];
     default: return "";
