@@ -65,6 +65,17 @@ def kernel_folder_name(ops: List[str], ir_text: str) -> str:
     return "autofused_" + "_".join(uniq[:4]) + "_" + h
 
 
+def _cli_path() -> str:
+    """The autofuse CLI for reproducers: on PATH, else the checkout's build/release/autofuse (make build), else the
+    bare name."""
+    found = shutil.which("autofuse")
+    if found:
+        return found
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cand = os.path.join(root, "build", "release", "autofuse")
+    return cand if os.access(cand, os.X_OK) else "autofuse"
+
+
 def _dot(record, step) -> str:
     lg = record.lowered
     lines = ["digraph kernel {", "  rankdir=TB; node [shape=box, fontname=monospace];"]
@@ -128,7 +139,8 @@ def dump_record(record, root: str) -> str:
         _write(os.path.join(kdir, "kernel.af"), ir + "\n")
         _write(os.path.join(kdir, "repro.af"), ir + "\n")
         _write(os.path.join(kdir, "repro.sh"), f"#!/bin/sh\n# replays this kernel on random inputs against the "
-               f"interpreter\nautofuse run \"$(dirname \"$0\")/repro.af\" {shape_args}\n")
+               f"interpreter (AUTOFUSE_CLI overrides the autofuse CLI found when the dump was written)\n"
+               f"\"${{AUTOFUSE_CLI:-{_cli_path()}}}\" run \"$(dirname \"$0\")/repro.af\" {shape_args}\n")
         src = s.info.get("source")
         if src:
             _write(os.path.join(kdir, "source.cpp"), src)

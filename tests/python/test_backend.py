@@ -4,6 +4,7 @@ skip with that reason when it is not built; everything else also runs on the eag
 """
 
 import logging
+import os
 import random
 
 import pytest
@@ -201,6 +202,15 @@ def test_debug_dump(tmp_path, monkeypatch):
     assert {"kernel.af", "repro.af", "graph.dot", "tiling.txt"} <= names
     summary = (graphs[0] / "summary.txt").read_text()
     assert "lowered ATen ops" in summary
+    # The reproducer runs as written (it names the CLI of this checkout when autofuse is not on PATH).
+    import subprocess
+
+    from autofuse.debug import _cli_path
+
+    if os.access(_cli_path(), os.X_OK):
+        r = subprocess.run(["sh", str(kdirs[0] / "repro.sh")], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert " ok" in r.stdout
 
 
 def test_dfx_flags_form(tmp_path, monkeypatch):
