@@ -39,7 +39,7 @@ int cmd_run(const Args& args) {
     if (eq == std::string::npos) throw std::invalid_argument("--shape: expected SYM=N, got '" + kv + "'");
     b[kv.substr(0, eq)] = parse_int(kv.substr(eq + 1), "--shape " + kv.substr(0, eq));
   }
-  const uint64_t seed = static_cast<uint64_t>(a.get("seed") ? parse_int(*a.get("seed"), "--seed") : 0);
+  const uint64_t seed = static_cast<uint64_t>(a.get("seed") ? parse_seed(*a.get("seed")) : 0);
   const int64_t repeat = a.get("repeat") ? std::max<int64_t>(1, parse_int(*a.get("repeat"), "--repeat")) : 5;
 
   // One kernel when the graph is one; otherwise the whole graph through fusion (CompiledGraph: its kernels in order).

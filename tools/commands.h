@@ -49,5 +49,7 @@ ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_op
 
 /// Parse a decimal integer, throwing std::invalid_argument "WHAT: expected an integer, got 'TEXT'".
 int64_t parse_int(const std::string& text, const std::string& what);
+/// parse_int for --seed: a whole number >= 0; throws std::invalid_argument otherwise.
+int64_t parse_seed(const std::string& text);
 
 }  // namespace autofuse::cli

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <new>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -62,6 +64,8 @@ std::string read_file(const std::string& path) {
     ss << std::cin.rdbuf();
     return ss.str();
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw std::runtime_error(path + ": is a directory, expected an IR file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot read: " + std::strerror(errno));
   std::ostringstream ss;
@@ -139,6 +143,12 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   return v;
 }
 
+int64_t parse_seed(const std::string& text) {
+  const int64_t v = parse_int(text, "--seed");
+  if (v < 0) throw std::invalid_argument("--seed: expected an integer >= 0, got '" + text + "'");
+  return v;
+}
+
 }  // namespace autofuse::cli
 
 int main(int argc, char** argv) {
@@ -166,6 +176,10 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
       std::fprintf(stderr, "autofuse %s: %s\nusage: autofuse %s\n", c.name, e.what(), c.usage);
       return 2;
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "autofuse %s: out of memory: the tensors for these sizes do not fit (try smaller --shape "
+                           "values)\n", c.name);
+      return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "autofuse %s: %s\n", c.name, e.what());
       return 1;

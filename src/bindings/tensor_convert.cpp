@@ -15,6 +15,9 @@ using dl_code = nb::dlpack::dtype_code;
 using ROArray = nb::ndarray<nb::ro, nb::device::cpu>;
 using RWArray = nb::ndarray<nb::device::cpu>;
 
+// str(h) as Python computes it (nb::str(h) only borrows h when it is not already a str, and c_str() is then null).
+std::string py_str(nb::handle h) { return nb::cast<std::string>(nb::module_::import_("builtins").attr("str")(h)); }
+
 // Import obj as a DLPack array without copying; falls back to obj.detach() for torch tensors that require grad
 // (their __dlpack__ refuses to export). False if obj is not an array at all.
 template <typename Array>
@@ -30,7 +33,7 @@ bool import_array(nb::handle obj, Array& out, nb::object& detached) {
 // Why obj could not be imported: a GPU tensor, or not an array.
 [[noreturn]] void import_failed(nb::handle obj, bool writable, const char* what) {
   if (nb::hasattr(obj, "device")) {
-    std::string dev = nb::str(obj.attr("device")).c_str();
+    std::string dev = py_str(obj.attr("device"));
     if (dev.rfind("cpu", 0) != 0) {
       throw nb::value_error(
           (std::string(what) + ": tensor is on device '" + dev + "'; autofuse runs on CPU tensors").c_str());
@@ -135,7 +138,26 @@ nb::dlpack::dtype dtype_to_dlpack(DType t) {
   throw nb::value_error("dtype_to_dlpack: invalid DType");
 }
 
+// A torch tensor on another device (meta, cuda) or with a non-strided layout (sparse, mkldnn) is refused by name
+// before DLPack sees it: their __dlpack__ fails with messages that do not say what is wrong.
+void check_device_and_layout(nb::handle obj, const char* what) {
+  if (nb::hasattr(obj, "device")) {
+    std::string dev = py_str(obj.attr("device"));
+    if (dev.rfind("cpu", 0) != 0)
+      throw nb::value_error(
+          (std::string(what) + ": tensor is on device '" + dev + "'; autofuse runs on CPU tensors").c_str());
+  }
+  if (nb::hasattr(obj, "layout")) {
+    std::string layout = py_str(obj.attr("layout"));
+    if (layout != "torch.strided")
+      throw nb::value_error((std::string(what) + ": tensor has layout " + layout +
+                             "; autofuse reads dense strided tensors (convert with .to_dense())")
+                                .c_str());
+  }
+}
+
 HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
+  check_device_and_layout(obj, what);
   nb::object detached;
   if (writable) {
     RWArray arr;
@@ -164,7 +186,7 @@ std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const cha
 
 DType to_dtype(nb::handle obj) {
   if (nb::isinstance<DType>(obj)) return nb::cast<DType>(obj);
-  std::string text = nb::isinstance<nb::str>(obj) ? nb::cast<std::string>(obj) : std::string(nb::str(obj).c_str());
+  std::string text = nb::isinstance<nb::str>(obj) ? nb::cast<std::string>(obj) : py_str(obj);
   std::string name = text.rfind("torch.", 0) == 0 ? text.substr(6) : text;
   if (std::optional<DType> d = parse_dtype(name)) return *d;
   throw nb::value_error(("unknown dtype '" + text +

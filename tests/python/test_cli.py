@@ -68,3 +68,21 @@ def test_interp_usage_errors():
     assert r.returncode == 2 and "expected an integer" in r.stderr
     r = run("interp", SOFTMAX, "--bogus")
     assert r.returncode == 2 and "unknown option --bogus" in r.stderr
+
+
+def test_clear_errors_for_directories_negative_seeds_and_huge_sizes(tmp_path):
+    """Found by a new-user test: a directory parsed as empty IR, --seed -5 wrapped to 2^64 - 5, huge sizes printed
+    std::bad_alloc."""
+    r = run("print", tmp_path)
+    assert r.returncode == 1 and "is a directory" in r.stderr
+    r = run("interp", SOFTMAX, "--seed", "-5")
+    assert r.returncode == 2 and "expected an integer >= 0" in r.stderr
+    r = run("interp", SOFTMAX, "--shape", "s0=100000", "--shape", "s1=1000000000")
+    assert r.returncode == 1 and "out of memory" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_run_accepts_graphs_of_several_kernels():
+    """`autofuse run` fuses a graph that is not one kernel and checks every output against the interpreter."""
+    r = run("run", ROOT / "tests" / "ir" / "reductions.af", "--shape", "s0=5", "--shape", "s1=7")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not one kernel" in r.stdout and "MISMATCH" not in r.stdout

@@ -125,3 +125,14 @@ def test_interpret_reports_size_conflicts():
     g = autofuse.parse(GRAPH)
     with pytest.raises(autofuse.IRError, match="%b"):
         autofuse.interpret(g, [torch.zeros(2, 4), torch.zeros(5)])
+
+
+def test_meta_and_sparse_tensors_are_refused_by_name():
+    """Found by a new-user test: these gave 'basic_string: construction from null is not valid'."""
+    import autofuse
+
+    g = autofuse.parse("graph f(%x: f32[s0, 8]) {\n  %y = exp(%x)\n  return %y\n}")
+    with pytest.raises(ValueError, match="input 0: tensor is on device 'meta'"):
+        autofuse.interpret(g, [torch.randn(3, 8).to("meta")])
+    with pytest.raises(ValueError, match="input 0: tensor has layout torch.sparse_coo"):
+        autofuse.interpret(g, [torch.randn(3, 8).to_sparse()])
