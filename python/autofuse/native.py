@@ -22,6 +22,9 @@ from .program import Step
 _KERNELS: Dict[str, Any] = {}
 
 
+#: Set once the unusable-cache warning was given (it would otherwise repeat for every kernel).
+_CACHE_WARNED: List[bool] = []
+
 def _attrs(lg: LoweredGraph, n) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for k, v in n.attrs.items():
@@ -170,8 +173,14 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
         if isinstance(k, Exception):
             if strict:
                 raise k
-            warnings.warn(f"autofuse: kernel {st.name} failed to compile; its ops run in ATen: {k}")
             st.info["error"] = str(k)
+            if "cache directory" in str(k):  # one cause for every kernel: say it once, as what it is
+                if not _CACHE_WARNED:
+                    _CACHE_WARNED.append(True)
+                    warnings.warn(f"autofuse: the kernel cache cannot be used, so no kernel can be loaded and every "
+                                  f"fused group runs in ATen: {k}")
+                continue
+            warnings.warn(f"autofuse: kernel {st.name} failed to compile; its ops run in ATen: {k}")
             continue
         st.kernel = k
         st.run = k.run
