@@ -33,6 +33,7 @@ nb::dict machine_dict(const MachineInfo& mi) {
   d["copy_gbps"] = mi.copy_gbps;
   d["l1_read_gbps"] = mi.l1_read_gbps;
   d["l2_read_gbps"] = mi.l2_read_gbps;
+  d["read1_gbps"] = mi.read1_gbps;
   d["bandwidth_source"] = mi.bandwidth_source;
   return d;
 }

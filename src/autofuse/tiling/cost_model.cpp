@@ -21,6 +21,7 @@ CostParams CostParams::from_machine(const MachineInfo& m, int threads, int lanes
   if (m.read_gbps > 0) {
     p.dram_gbps = m.read_gbps;
     p.dram_threads = std::max(1, m.probe_threads);
+    p.dram1_gbps = m.read1_gbps;
   }
   return p;
 }
@@ -35,10 +36,13 @@ std::string CostParams::describe() const {
 
 namespace {
 
-/// Bytes per ns one of `active` threads gets from DRAM: the measured aggregate figure scales linearly up to the
-/// thread count it was measured with and is shared beyond that (a stream benchmark's usual shape).
+/// Bytes per ns one of `active` threads gets from DRAM. With the one-thread figure measured: each thread gets at most
+/// that, and the active threads share the aggregate (min(one, all / active): the usual shape of a STREAM-style
+/// scaling curve; McCalpin, "Memory Bandwidth and Machine Balance", 1995). Without it: the aggregate scales linearly
+/// up to the thread count it was measured with and is shared beyond that.
 double dram_per_thread(const CostParams& p, int64_t active) {
   const double a = static_cast<double>(std::max<int64_t>(1, active));
+  if (p.dram1_gbps > 0) return std::min(p.dram1_gbps, p.dram_gbps / a);
   const double agg = p.dram_gbps * std::min(a, static_cast<double>(p.dram_threads)) / p.dram_threads;
   return agg / a;
 }

@@ -23,6 +23,9 @@ struct CostParams {
   double l2_gbps = 50;            ///< one core reading from L2
   double dram_gbps = 10;          ///< all probe threads reading from DRAM
   int dram_threads = 1;           ///< threads the DRAM figure was measured with
+  /// One thread reading from DRAM (MachineInfo::read1_gbps); 0 when unknown: the aggregate is then assumed to
+  /// scale linearly with threads up to dram_threads.
+  double dram1_gbps = 0;
   double vec_ops_per_ns = 3;      ///< vector operations per ns per core (assumed: 1 per cycle at 3 GHz)
   double transcendental_ops = 20; ///< vector operations per exp/log/tanh/... (polynomial + range reduction)
   double launch_ns = 3000;        ///< one parallel_for launch with workers waking up
@@ -32,9 +35,11 @@ struct CostParams {
   /// per row and pass), so 300 ops (100 ns at the assumed 3 ops/ns) per row and pass.
   double row_overhead_ops = 300;
   /// Vector-op equivalents per element loaded or stored lane by lane (a strided vector-rows access: a scalar load
-  /// and a lane insert). Calibrated by a micro-benchmark of af_ldn on an L2-resident [rows, 4..64] f32 buffer on
-  /// the sweep machine: about 0.7 ns per element, so 2 ops.
-  double lane_access_ops = 2;
+  /// and a lane insert). A micro-benchmark of af_ldn on an L2-resident [rows, 4..64] f32 buffer gave about 0.7 ns
+  /// per element (2 ops), but inside the vector-rows kernels of the quiet sweep of 2026-11-29 13:40 (sum f32,
+  /// 1M x 16 and 256K x 64, 2 threads) a gathered element cost 1.8 ns of thread time: 5 ops, which also moves the
+  /// rows / vector-rows crossover to between 16 and 64 columns, where the sweep measured it.
+  double lane_access_ops = 5;
 
   /// Figures from a machine model (measured bandwidths; the defaults above where a figure is 0) and a thread count.
   static CostParams from_machine(const MachineInfo& m, int threads, int lanes);

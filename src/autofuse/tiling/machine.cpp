@@ -74,6 +74,9 @@ void measure(MachineInfo* m) {
   m->read_gbps = bw.read_gbps;
   m->write_gbps = bw.write_gbps;
   m->copy_gbps = bw.copy_gbps;
+  // One thread alone: on many machines (and VMs) a single core already draws most of the DRAM bandwidth, so a split
+  // of one long row over all cores gains little; the cost model needs this figure to see that.
+  m->read1_gbps = m->probe_threads > 1 ? measure_bandwidth(dram_probe_bytes(*m), 1, 3).read_gbps : bw.read_gbps;
   const int64_t total = int64_t(512) << 20;
   if (m->l1d_bytes > 0) m->l1_read_gbps = measure_cache_read_gbps(m->l1d_bytes / 2, total);
   if (m->l2_bytes > 0) m->l2_read_gbps = measure_cache_read_gbps(m->l2_bytes / 2, total);
@@ -84,8 +87,9 @@ std::string bandwidth_file_text(const MachineInfo& m) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "probe_threads %d\nread_gbps %.3f\nwrite_gbps %.3f\ncopy_gbps %.3f\nl1_read_gbps %.3f\n"
-                "l2_read_gbps %.3f\n",
-                m.probe_threads, m.read_gbps, m.write_gbps, m.copy_gbps, m.l1_read_gbps, m.l2_read_gbps);
+                "l2_read_gbps %.3f\nread1_gbps %.3f\n",
+                m.probe_threads, m.read_gbps, m.write_gbps, m.copy_gbps, m.l1_read_gbps, m.l2_read_gbps,
+                m.read1_gbps);
   return "# autofuse machine model: " + m.cpu_model + "\n" + buf;
 }
 
@@ -113,6 +117,7 @@ bool load_bandwidth_file(const std::string& path, MachineInfo* m) {
   m->copy_gbps = kv["copy_gbps"];
   m->l1_read_gbps = kv["l1_read_gbps"];
   m->l2_read_gbps = kv["l2_read_gbps"];
+  m->read1_gbps = kv.count("read1_gbps") ? kv["read1_gbps"] : 0;  // optional: files written before it existed
   m->bandwidth_source = "cache " + path;
   return true;
 }
@@ -229,12 +234,13 @@ std::string describe_machine(const MachineInfo& m) {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "cpu: %s\nlogical cpus: %d\nphysical cores: %d\nL1d: %lld KiB\nL2: %lld KiB\nL3: %lld KiB\n"
-                "cache line: %lld B\nisa: %s (%d-byte vectors)\nDRAM read: %.1f GB/s\nDRAM write: %.1f GB/s\n"
+                "cache line: %lld B\nisa: %s (%d-byte vectors)\nDRAM read: %.1f GB/s (one thread: %.1f GB/s)\n"
+                "DRAM write: %.1f GB/s\n"
                 "DRAM copy: %.1f GB/s (read + write, %d threads)\nL1 read (1 core): %.1f GB/s\n"
                 "L2 read (1 core): %.1f GB/s\nbandwidth source: %s\n",
                 m.cpu_model.c_str(), m.logical_cpus, m.physical_cores, (long long)(m.l1d_bytes >> 10),
                 (long long)(m.l2_bytes >> 10), (long long)(m.l3_bytes >> 10), (long long)m.cache_line_bytes,
-                m.isa.c_str(), m.simd_bytes, m.read_gbps, m.write_gbps, m.copy_gbps, m.probe_threads, m.l1_read_gbps,
+                m.isa.c_str(), m.simd_bytes, m.read_gbps, m.read1_gbps, m.write_gbps, m.copy_gbps, m.probe_threads, m.l1_read_gbps,
                 m.l2_read_gbps, m.bandwidth_source.c_str());
   return buf;
 }

@@ -21,6 +21,7 @@ struct MachineInfo {
   int simd_bytes = 16;           ///< vector register width of that ISA
   int probe_threads = 0;         ///< threads used by the DRAM probe
   double read_gbps = 0;          ///< DRAM stream read, all probe threads
+  double read1_gbps = 0;         ///< DRAM stream read, one thread (0: not measured, e.g. an older cache file)
   double write_gbps = 0;         ///< DRAM stream write (regular stores)
   double copy_gbps = 0;          ///< DRAM copy (read + write counted)
   double l1_read_gbps = 0;       ///< one core reading a buffer of half the L1
