@@ -14,8 +14,9 @@ namespace autofuse::cli {
 int cmd_fuse(const Args& args) {
   ParsedArgs a = parse_args(args, {"dot", "max-nodes", "max-inputs"}, {"no-horizontal", "no-vertical", "no-recompute"});
   if (a.positional.size() != 1) {
-    std::fprintf(stderr, "usage: autofuse fuse FILE [--dot OUT.svg] [--no-horizontal] [--no-vertical] [--no-recompute] "
-                         "[--max-nodes N] [--max-inputs N]\n");
+    std::fprintf(stderr,
+                 "usage: autofuse fuse FILE [--dot OUT.svg] [--no-horizontal] [--no-vertical] [--no-recompute] "
+                 "[--max-nodes N] [--max-inputs N]\n");
     return 2;
   }
   Graph g = parse_graph(read_file(a.positional[0]), a.positional[0]);

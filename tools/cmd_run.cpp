@@ -18,7 +18,6 @@
 namespace autofuse::cli {
 namespace {
 
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -67,18 +66,24 @@ int cmd_run(const Args& args) {
     const Node& n = g.node(in);
     HostTensor t = HostTensor::empty(n.dtype, eval_shape(n.shape, b));
     for_each_multi_index(t.sizes, [&](const std::vector<int64_t>& i) {
-      if (is_float(n.dtype)) t.set_double(i, nd(rng));
-      else if (n.dtype == DType::Bool) t.set_int(i, static_cast<int64_t>(rng() & 1));
-      else t.set_int(i, static_cast<int64_t>(rng() % 41) - (n.dtype == DType::UInt8 ? 0 : 20));
+      if (is_float(n.dtype))
+        t.set_double(i, nd(rng));
+      else if (n.dtype == DType::Bool)
+        t.set_int(i, static_cast<int64_t>(rng() & 1));
+      else
+        t.set_int(i, static_cast<int64_t>(rng() % 41) - (n.dtype == DType::UInt8 ? 0 : 20));
     });
     inputs.push_back(t);
   }
   std::vector<HostTensor> outs;
   if (k)
-    for (auto& s : k->output_sizes(inputs)) outs.push_back(HostTensor::empty(g.node(g.outputs()[outs.size()]).dtype, s));
+    for (auto& s : k->output_sizes(inputs))
+      outs.push_back(HostTensor::empty(g.node(g.outputs()[outs.size()]).dtype, s));
   auto run_once = [&] {
-    if (k) k->run(inputs, outs);
-    else outs = cg->run(inputs);
+    if (k)
+      k->run(inputs, outs);
+    else
+      outs = cg->run(inputs);
   };
   run_once();  // warm-up (and the stride-class variant, if any)
   std::vector<double> times;
@@ -99,8 +104,14 @@ int cmd_run(const Args& args) {
     const double tol = kernel_tolerance(outs[o].dtype);
     for_each_multi_index(outs[o].sizes, [&](const std::vector<int64_t>& i) {
       double x = outs[o].get_double(i), w = want[o].get_double(i);
-      if (std::isnan(w) || std::isnan(x)) { bad = bad || (std::isnan(w) != std::isnan(x)); return; }
-      if (std::isinf(w) || std::isinf(x)) { bad = bad || x != w; return; }
+      if (std::isnan(w) || std::isnan(x)) {
+        bad = bad || (std::isnan(w) != std::isnan(x));
+        return;
+      }
+      if (std::isinf(w) || std::isinf(x)) {
+        bad = bad || x != w;
+        return;
+      }
       double ae = std::fabs(x - w), re = ae / std::max(std::fabs(w), 1e-30);
       max_abs = std::max(max_abs, ae);
       max_rel = std::max(max_rel, std::min(re, ae));

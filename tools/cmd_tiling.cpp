@@ -27,9 +27,12 @@ namespace {
 std::string graph_text(const std::string& op, const std::string& dt) {
   if (op == "sum")
     return "graph sum_" + dt + "(%x: " + dt + "[s0, s1]) {\n  %y = sum(%x) {axes=[1], keepdim=true}\n  return %y\n}\n";
-  return "graph softmax_" + dt + "(%x: " + dt + "[s0, s1]) {\n  %xf = cast(%x) {dtype=f32}\n"
+  return "graph softmax_" + dt + "(%x: " + dt +
+         "[s0, s1]) {\n  %xf = cast(%x) {dtype=f32}\n"
          "  %m = amax(%xf) {axes=[1], keepdim=true}\n  %d = sub(%xf, %m)\n  %e = exp(%d)\n"
-         "  %s = sum(%e) {axes=[1], keepdim=true}\n  %o = div(%e, %s)\n  %r = cast(%o) {dtype=" + dt + "}\n"
+         "  %s = sum(%e) {axes=[1], keepdim=true}\n  %o = div(%e, %s)\n  %r = cast(%o) {dtype=" +
+         dt +
+         "}\n"
          "  return %r\n}\n";
 }
 
@@ -57,8 +60,8 @@ double median(std::vector<double> v) {
 /// two rounds, and slower than 50 ms, stops there (its median is of those runs; the sweep marks it '~'), which keeps
 /// the sweep short without changing any choice within 10%.
 std::map<TilingKind, std::vector<double>> time_candidates(const Kernel& k, const std::vector<TilingKind>& kinds,
-                                                         const std::vector<HostTensor>& in,
-                                                         const std::vector<HostTensor>& out, int reps) {
+                                                          const std::vector<HostTensor>& in,
+                                                          const std::vector<HostTensor>& out, int reps) {
   std::map<TilingKind, std::vector<double>> t;
   for (TilingKind kd : kinds) {
     force_tiling_kind(kd);
@@ -126,8 +129,10 @@ int cmd_tiling_sweep(const Args& args) {
         std::normal_distribution<float> nd;
         for (int64_t i = 0; i < rows * cols; ++i) {
           const float v = nd(rng);
-          if (dtype == DType::Float32) static_cast<float*>(x.data)[i] = v;
-          else static_cast<uint16_t*>(x.data)[i] = float_to_bf16_bits(v);
+          if (dtype == DType::Float32)
+            static_cast<float*>(x.data)[i] = v;
+          else
+            static_cast<uint16_t*>(x.data)[i] = float_to_bf16_bits(v);
         }
         std::vector<HostTensor> in{x};
         std::vector<HostTensor> out;
@@ -153,14 +158,16 @@ int cmd_tiling_sweep(const Args& args) {
           auto cell = [&](TilingKind kd) {
             char buf[32];
             if (t.count(kd))
-              std::snprintf(buf, sizeof buf, "%9.3f%s", t[kd], static_cast<int>(samples[kd].size()) < n_reps ? "~" : " ");
-            else std::snprintf(buf, sizeof buf, "%10s", "-");
+              std::snprintf(buf, sizeof buf, "%9.3f%s", t[kd],
+                            static_cast<int>(samples[kd].size()) < n_reps ? "~" : " ");
+            else
+              std::snprintf(buf, sizeof buf, "%10s", "-");
             return std::string(buf);
           };
           std::printf("%10lld %10lld %s %s %s %s  %-11s %7.2fx%s%s\n", static_cast<long long>(rows),
                       static_cast<long long>(cols), cell(kinds[0]).c_str(), cell(kinds[1]).c_str(),
-                      cell(kinds[2]).c_str(), cell(kinds[3]).c_str(), tiling_kind_name(dec.pick().kind),
-                      chosen / best, ok ? "" : "  (>10%)", attempt ? "  (rerun, 2x runs)" : "");
+                      cell(kinds[2]).c_str(), cell(kinds[3]).c_str(), tiling_kind_name(dec.pick().kind), chosen / best,
+                      ok ? "" : "  (>10%)", attempt ? "  (rerun, 2x runs)" : "");
         }
         ++points;
         within += ok;
@@ -173,14 +180,17 @@ int cmd_tiling_sweep(const Args& args) {
           worst_speedup = t[TilingKind::Rows] / chosen;
         }
       }
-      std::printf("fixed row schedule's worst point: rows %lld x cols %lld (%.2fx slower than the best candidate); "
-                  "chosen tiling there: %.2fx faster than it\n",
-                  static_cast<long long>(worst_rows), static_cast<long long>(worst_rows ? total / worst_rows : 0),
-                  worst_ratio, worst_speedup);
+      std::printf(
+          "fixed row schedule's worst point: rows %lld x cols %lld (%.2fx slower than the best candidate); "
+          "chosen tiling there: %.2fx faster than it\n",
+          static_cast<long long>(worst_rows), static_cast<long long>(worst_rows ? total / worst_rows : 0), worst_ratio,
+          worst_speedup);
       std::fflush(stdout);
     }
-  std::printf("\nchosen within 10%% of the best candidate at %d of %d points after reruns of the misses (%d at the "
-              "first measurement; load average %s)\n", within, points, within_first, load_average().c_str());
+  std::printf(
+      "\nchosen within 10%% of the best candidate at %d of %d points after reruns of the misses (%d at the "
+      "first measurement; load average %s)\n",
+      within, points, within_first, load_average().c_str());
   for (const std::string& m : misses) std::printf("  miss: %s\n", m.c_str());
   // Cost of the tiling function per launch (a dynamic shape, so nothing is folded), over shapes where rows, split
   // (long enough rows) and vector-rows are considered.
@@ -196,10 +206,11 @@ int cmd_tiling_sweep(const Args& args) {
   const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
   const double cpu_ns = ((c1.tv_sec - c0.tv_sec) * 1e9 + static_cast<double>(c1.tv_nsec - c0.tv_nsec)) / n;
-  std::printf("tiling function: %.0f ns per launch wall, %.0f ns of thread CPU time (mean of %d decisions, dynamic "
-              "shapes where rows, split and vector-rows are considered)\n", ns, cpu_ns, n);
-  std::printf("sweep time: %.0f s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::printf(
+      "tiling function: %.0f ns per launch wall, %.0f ns of thread CPU time (mean of %d decisions, dynamic "
+      "shapes where rows, split and vector-rows are considered)\n",
+      ns, cpu_ns, n);
+  std::printf("sweep time: %.0f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return 0;
 }
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <new>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -177,8 +177,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "autofuse %s: %s\nusage: autofuse %s\n", c.name, e.what(), c.usage);
       return 2;
     } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "autofuse %s: out of memory: the tensors for these sizes do not fit (try smaller --shape "
-                           "values)\n", c.name);
+      std::fprintf(stderr,
+                   "autofuse %s: out of memory: the tensors for these sizes do not fit (try smaller --shape "
+                   "values)\n",
+                   c.name);
       return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "autofuse %s: %s\n", c.name, e.what());

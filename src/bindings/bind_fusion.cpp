@@ -72,7 +72,8 @@ void bind_fusion(nb::module_& m) {
       .def_ro("groups", &FusedGraph::groups)
       .def_ro("report", &FusedGraph::report)
       .def_prop_ro("num_kernels", &FusedGraph::num_kernels)
-      .def("dot", [](const FusedGraph& f) { return fused_graph_dot(f); }, "Graphviz DOT text, one colour per group")
+      .def(
+          "dot", [](const FusedGraph& f) { return fused_graph_dot(f); }, "Graphviz DOT text, one colour per group")
       .def(
           "render", [](const FusedGraph& f, const std::string& path) { render_dot(fused_graph_dot(f), path); },
           nb::arg("path"), "Render the picture with graphviz dot (.svg, .png, .pdf, or .dot for the text)")

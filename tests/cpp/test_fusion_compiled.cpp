@@ -19,22 +19,22 @@
 namespace autofuse {
 namespace {
 
-
 HostTensor random_tensor(DType t, const std::vector<int64_t>& sizes, std::mt19937_64& rng, int64_t int_hi) {
   HostTensor x = HostTensor::empty(t, sizes);
   std::uniform_real_distribution<double> u(-2.0, 2.0);
   std::uniform_int_distribution<int64_t> ui(0, std::max<int64_t>(int_hi - 1, 0));
   for_each_multi_index(sizes, [&](const std::vector<int64_t>& i) {
-    if (is_float(t)) x.set_double(i, u(rng));
-    else x.set_int(i, ui(rng));
+    if (is_float(t))
+      x.set_double(i, u(rng));
+    else
+      x.set_int(i, ui(rng));
   });
   return x;
 }
 
 /// Max deviation beyond tolerance, as a message; "" if every element agrees (NaN where NaN, inf where inf).
 std::string compare(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
-  if (got.sizes != want.sizes || got.dtype != want.dtype)
-    return "got " + got.describe() + ", want " + want.describe();
+  if (got.sizes != want.sizes || got.dtype != want.dtype) return "got " + got.describe() + ", want " + want.describe();
   std::string err;
   for_each_multi_index(want.sizes, [&](const std::vector<int64_t>& i) {
     if (!err.empty()) return;
@@ -57,7 +57,8 @@ HostTensor test_extern(const Node& n, const std::vector<HostTensor>& in) {
   const std::string& name = attr_str(n.attrs, "name");
   if (name == "test.scale2") {
     HostTensor out = HostTensor::empty(n.dtype, in[0].sizes);
-    for_each_multi_index(in[0].sizes, [&](const std::vector<int64_t>& i) { out.set_double(i, 2.0 * in[0].get_double(i)); });
+    for_each_multi_index(in[0].sizes,
+                         [&](const std::vector<int64_t>& i) { out.set_double(i, 2.0 * in[0].get_double(i)); });
     return out;
   }
   bool batched = name == "aten.bmm";
@@ -70,16 +71,20 @@ HostTensor test_extern(const Node& n, const std::vector<HostTensor>& in) {
       for (int64_t j = 0; j < N; ++j) {
         double acc = 0;
         for (int64_t k = 0; k < K; ++k)
-          acc += batched ? a.get_double({bb, i, k}) * b.get_double({bb, k, j}) : a.get_double({i, k}) * b.get_double({k, j});
-        if (batched) out.set_double({bb, i, j}, acc);
-        else out.set_double({i, j}, acc);
+          acc += batched ? a.get_double({bb, i, k}) * b.get_double({bb, k, j})
+                         : a.get_double({i, k}) * b.get_double({k, j});
+        if (batched)
+          out.set_double({bb, i, j}, acc);
+        else
+          out.set_double({i, j}, acc);
       }
   return out;
 }
 
 std::vector<HostTensor> random_inputs(const Graph& g, const Bindings& b, std::mt19937_64& rng, int64_t int_hi) {
   std::vector<HostTensor> ins;
-  for (ValueId v : g.inputs()) ins.push_back(random_tensor(g.node(v).dtype, eval_shape(g.node(v).shape, b), rng, int_hi));
+  for (ValueId v : g.inputs())
+    ins.push_back(random_tensor(g.node(v).dtype, eval_shape(g.node(v).shape, b), rng, int_hi));
   return ins;
 }
 
@@ -137,7 +142,8 @@ Graph random_graph(uint64_t seed) {
   Graph g("random" + std::to_string(seed));
   Expr s0 = Expr::sym("s0"), s1 = Expr::sym("s1");
   std::vector<ValueId> vals = {g.add_input("x", DType::Float32, {s0, s1}), g.add_input("y", DType::Float32, {s0, s1}),
-                               g.add_input("bias", DType::Float32, {s1}), g.add_input("col", DType::Float32, {s0, Expr(1)})};
+                               g.add_input("bias", DType::Float32, {s1}),
+                               g.add_input("col", DType::Float32, {s0, Expr(1)})};
   const OpKind unary[] = {OpKind::Exp, OpKind::Neg, OpKind::Tanh, OpKind::Abs, OpKind::Relu, OpKind::Sigmoid};
   const OpKind binary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Maximum};
   int steps = 4 + static_cast<int>(pick(12));
@@ -145,13 +151,17 @@ Graph random_graph(uint64_t seed) {
     ValueId a = vals[pick(vals.size())];
     try {
       switch (pick(10)) {
-        case 0: case 1: case 2: {
+        case 0:
+        case 1:
+        case 2: {
           ValueId in = a;
           if (g.node(a).op == OpKind::Exp) in = g.add(OpKind::Tanh, {a});  // keep exp(exp(x)) from overflowing
           vals.push_back(g.add(unary[pick(6)], {in}));
           break;
         }
-        case 3: case 4: case 5:
+        case 3:
+        case 4:
+        case 5:
           vals.push_back(g.add(binary[pick(4)], {a, vals[pick(vals.size())]}));
           break;
         case 6: {
@@ -170,8 +180,9 @@ Graph random_graph(uint64_t seed) {
           break;
         }
         case 9:
-          vals.push_back(g.add(OpKind::Extern, {a},
-                               {{"name", std::string("test.scale2")}, {"dtype", DType::Float32}, {"shape", g.node(a).shape}}));
+          vals.push_back(
+              g.add(OpKind::Extern, {a},
+                    {{"name", std::string("test.scale2")}, {"dtype", DType::Float32}, {"shape", g.node(a).shape}}));
           break;
       }
     } catch (const IRError&) {
@@ -220,7 +231,7 @@ TEST(FusionCompiled, RandomGraphsMatchTheInterpreter) {
         EXPECT_EQ(compare(exact[k], want[k], 0, 0), "") << "partition changes output " << k << "\n" << cg.fused().str();
       for (size_t k = 0; k < got.size(); ++k)
         EXPECT_EQ(compare(got[k], want[k], 1e-4, 1e-5), "") << "output " << k << " s0=" << s0 << " s1=" << s1 << "\n"
-                                                           << cg.fused().str();
+                                                            << cg.fused().str();
     }
   }
 }
@@ -255,8 +266,7 @@ Graph random_cross_row_graph(uint64_t seed) {
     // The first one reads the last row level, so the row reductions are always live.
     ValueId src = k == 0 ? (over_full ? full.back() : kept.back())
                          : (over_full ? full[pick(full.size())] : kept[pick(kept.size())]);
-    ValueId t = over_full ? g.reduce(reds[pick(4)], src, {0}, pick(2) != 0)
-                          : g.reduce(reds[pick(4)], src, {}, false);
+    ValueId t = over_full ? g.reduce(reds[pick(4)], src, {0}, pick(2) != 0) : g.reduce(reds[pick(4)], src, {}, false);
     if (pick(3) == 0) t = g.add(OpKind::Mul, {g.add(unary[pick(6)], {t}), over_full ? t : scale});
     outs.push_back(t);
   }
@@ -298,7 +308,7 @@ TEST(FusionCompiled, RandomCrossRowGraphsAreOneKernelAndMatchTheInterpreter) {
       ASSERT_EQ(got.size(), want.size());
       for (size_t k = 0; k < got.size(); ++k)
         EXPECT_EQ(compare(got[k], want[k], 1e-4, 1e-5), "") << "output " << k << " s0=" << s0 << " s1=" << s1 << "\n"
-                                                           << cg.fused().str();
+                                                            << cg.fused().str();
     }
   }
 }

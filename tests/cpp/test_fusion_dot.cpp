@@ -16,7 +16,8 @@ FusedGraph sample() {
   Expr s0 = Expr::sym("s0");
   ValueId x = g.add_input("x", DType::Float32, {s0, s0});
   ValueId e = g.add(OpKind::Exp, {x}, {}, "e");
-  ValueId mm = g.add(OpKind::Extern, {e}, {{"name", std::string("aten.mm")}, {"dtype", DType::Float32}, {"shape", Shape{s0, s0}}}, "mm");
+  ValueId mm = g.add(OpKind::Extern, {e},
+                     {{"name", std::string("aten.mm")}, {"dtype", DType::Float32}, {"shape", Shape{s0, s0}}}, "mm");
   ValueId y = g.add(OpKind::Add, {mm, e}, {}, "y");
   g.set_outputs({y});
   return fuse(g);
@@ -28,7 +29,7 @@ TEST(FusionDot, OneClusterPerGroupAndDataflowEdges) {
   for (const FusionGroup& grp : f.groups) EXPECT_NE(d.find("subgraph \"cluster_" + grp.name + "\""), std::string::npos);
   EXPECT_NE(d.find("\"k0_1\" -> \"e0_2\""), std::string::npos) << d;  // exp's kernel feeds the extern
   EXPECT_NE(d.find("\"e0_2\" -> \"k1_3\""), std::string::npos) << d;
-  EXPECT_NE(d.find("\"v0\" -> \"k0_1\""), std::string::npos) << d;    // the graph input
+  EXPECT_NE(d.find("\"v0\" -> \"k0_1\""), std::string::npos) << d;  // the graph input
   EXPECT_NE(d.find("-> \"outputs\""), std::string::npos);
 }
 

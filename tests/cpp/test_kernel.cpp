@@ -37,7 +37,10 @@ HostTensor filled(DType t, std::vector<int64_t> sizes, const std::vector<double>
   HostTensor h = HostTensor::empty(t, sizes);
   std::vector<int64_t> idx(sizes.size(), 0);
   for (double v : vals) {
-    if (is_float(t) || t == DType::Bool) h.set_double(idx, v); else h.set_int(idx, static_cast<int64_t>(v));
+    if (is_float(t) || t == DType::Bool)
+      h.set_double(idx, v);
+    else
+      h.set_int(idx, static_cast<int64_t>(v));
     for (size_t d = sizes.size(); d-- > 0;) {
       if (++idx[d] < sizes[d]) break;
       idx[d] = 0;
@@ -152,10 +155,13 @@ TEST(Kernel, ArgmaxFirstIndexAndNaN) {
     return %i, %j, %m
   })");
   std::vector<double> v(4 * 40, 1.0);
-  v[0 * 40 + 3] = 5; v[0 * 40 + 30] = 5;                           // row 0: tie -> first (3); min 1 -> first (0)
-  v[1 * 40 + 17] = kNaN; v[1 * 40 + 20] = kNaN; v[1 * 40 + 2] = 9; // row 1: first NaN wins (17) for both
-  v[2 * 40 + 39] = -kInf;                                          // row 2: argmin at the tail lane
-  for (int j = 0; j < 40; ++j) v[3 * 40 + j] = -kInf;              // row 3: all -inf -> 0
+  v[0 * 40 + 3] = 5;
+  v[0 * 40 + 30] = 5;  // row 0: tie -> first (3); min 1 -> first (0)
+  v[1 * 40 + 17] = kNaN;
+  v[1 * 40 + 20] = kNaN;
+  v[1 * 40 + 2] = 9;                                   // row 1: first NaN wins (17) for both
+  v[2 * 40 + 39] = -kInf;                              // row 2: argmin at the tail lane
+  for (int j = 0; j < 40; ++j) v[3 * 40 + j] = -kInf;  // row 3: all -inf -> 0
   HostTensor x = filled(DType::Float32, {4, 40}, v);
   auto k = Kernel::compile(g);
   auto got = run_kernel(*k, {x});
@@ -184,8 +190,9 @@ TEST(Kernel, HalfAndBFloat16RoundToNearestEven) {
     return %h, %b, %hh, %bb
   })");
   // 1 + 2^-11 is a tie in f16 (rounds to 1), 1 + 3*2^-11 rounds up to 1 + 2^-9; 1 + 2^-8 a tie in bf16.
-  HostTensor x = filled(DType::Float32, {8}, {1 + std::ldexp(1.0, -11), 1 + 3 * std::ldexp(1.0, -11),
-                                              1 + std::ldexp(1.0, -8), 65520.0, kNaN, -0.0, kInf, 1e-8});
+  HostTensor x = filled(DType::Float32, {8},
+                        {1 + std::ldexp(1.0, -11), 1 + 3 * std::ldexp(1.0, -11), 1 + std::ldexp(1.0, -8), 65520.0, kNaN,
+                         -0.0, kInf, 1e-8});
   auto got = run_kernel(*Kernel::compile(g), {x});
   EXPECT_EQ(got[0].get_double({0}), 1.0);
   EXPECT_EQ(got[0].get_double({1}), 1 + std::ldexp(1.0, -9));
@@ -214,13 +221,13 @@ TEST(Kernel, IntegerSemantics) {
   HostTensor c = filled(DType::Int8, {6}, {127, -128, 100, 1, 0, -1});
   HostTensor d = filled(DType::Int8, {6}, {1, -1, 100, 2, 0, -1});
   auto got = run_kernel(*Kernel::compile(g), {a, b, c, d});
-  EXPECT_EQ(got[0].get_int({0}), -4);   // floordiv(-7, 2)
-  EXPECT_EQ(got[1].get_int({0}), 1);    // remainder(-7, 2)
-  EXPECT_EQ(got[2].get_int({0}), -1);   // fmod(-7, 2)
-  EXPECT_EQ(got[1].get_int({1}), -1);   // remainder(7, -2)
-  EXPECT_EQ(got[3].get_int({0}), -128); // 127 + 1 wraps
+  EXPECT_EQ(got[0].get_int({0}), -4);             // floordiv(-7, 2)
+  EXPECT_EQ(got[1].get_int({0}), 1);              // remainder(-7, 2)
+  EXPECT_EQ(got[2].get_int({0}), -1);             // fmod(-7, 2)
+  EXPECT_EQ(got[1].get_int({1}), -1);             // remainder(7, -2)
+  EXPECT_EQ(got[3].get_int({0}), -128);           // 127 + 1 wraps
   EXPECT_EQ(got[0].get_int({4}), -2147483648LL);  // INT_MIN // -1 wraps
-  EXPECT_EQ(got[5].get_int({5}), 0);    // shift by >= 32
+  EXPECT_EQ(got[5].get_int({5}), 0);              // shift by >= 32
   expect_matches_interpreter(g, {a, b, c, d}, 0.0);
 }
 
@@ -265,8 +272,8 @@ TEST(Kernel, TransposedOperandsInColumnBlockOrder) {
   })");
     auto k = Kernel::compile(gt);
     std::mt19937_64 rng(11);
-    for (std::vector<int64_t> sz : {std::vector<int64_t>{1, 5, 7}, {2, 33, 255}, {3, 17, 256}, {1, 70, 257},
-                                    {2, 9, 600}, {1, 1, 1000}}) {
+    for (std::vector<int64_t> sz :
+         {std::vector<int64_t>{1, 5, 7}, {2, 33, 255}, {3, 17, 256}, {1, 70, 257}, {2, 9, 600}, {1, 1, 1000}}) {
       for (Layout lo : {Layout::Contiguous, Layout::Permuted}) {
         HostTensor x = random_tensor(t, sz, 21, Layout::Permuted);
         HostTensor y = random_tensor(t, sz, 22, Layout::Contiguous);

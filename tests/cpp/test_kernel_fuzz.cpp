@@ -4,8 +4,8 @@
 // AUTOFUSE_EMULATE_PRECISION_CASTS=1 when the failing test is the one under the other precision policy).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -64,8 +64,10 @@ TEST(KernelFuzz, RandomGraphsMatchInterpreterUnderTheOtherPrecisionPolicy) {
   ::setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulating ? "0" : "1", 1);
   fuzz(std::max<int64_t>(1, env_int("AUTOFUSE_FUZZ_GRAPHS", 120) / 4),
        static_cast<uint64_t>(env_int("AUTOFUSE_FUZZ_SEED", 20261129)), emulating ? " f32-inside" : " emulate-casts");
-  if (old) ::setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", saved.c_str(), 1);
-  else ::unsetenv("AUTOFUSE_EMULATE_PRECISION_CASTS");
+  if (old)
+    ::setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", saved.c_str(), 1);
+  else
+    ::unsetenv("AUTOFUSE_EMULATE_PRECISION_CASTS");
 }
 
 }  // namespace

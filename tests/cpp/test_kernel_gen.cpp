@@ -8,7 +8,6 @@
 namespace autofuse::kernel_testing {
 namespace {
 
-
 /// A generated value and whether the kernel computes it bit-exactly like the interpreter.
 struct V {
   ValueId id;
@@ -24,8 +23,8 @@ class Gen {
     const int r = pick(std::vector<int>{0, 1, 1, 2, 2, 2, 3, 3, 4}, rng_);
     for (int i = 0; i < r; ++i) full_.push_back(coin(rng_, 0.1) ? Expr(1) : Expr::sym("s" + std::to_string(i)));
     t_ = pick(std::vector<DType>{DType::Float32, DType::Float32, DType::Float32, DType::Float32, DType::Float16,
-                                 DType::BFloat16, DType::Float64, DType::Int32, DType::Int64, DType::Int8,
-                                 DType::Int16, DType::UInt8, DType::Bool},
+                                 DType::BFloat16, DType::Float64, DType::Int32, DType::Int64, DType::Int8, DType::Int16,
+                                 DType::UInt8, DType::Bool},
               rng_);
     pool_.push_back({g_.add_input("x0", t_, full_), true});
     const int extra = uni(rng_, 0, 2);
@@ -67,7 +66,9 @@ class Gen {
 
  private:
   ValueId add(OpKind op, std::vector<ValueId> in, Attrs a = {}) { return g_.add(op, std::move(in), std::move(a)); }
-  ValueId cst(double v) { return g_.constant(is_float(t_) ? Scalar::of_float(v) : Scalar::of_int(static_cast<int64_t>(v)), t_); }
+  ValueId cst(double v) {
+    return g_.constant(is_float(t_) ? Scalar::of_float(v) : Scalar::of_int(static_cast<int64_t>(v)), t_);
+  }
   ValueId abs1(ValueId x) { return add(OpKind::Add, {add(OpKind::Abs, {x}), cst(1)}); }
 
   void step() {
@@ -78,9 +79,12 @@ class Gen {
                                            OpKind::BitwiseAnd, OpKind::BitwiseOr, OpKind::BitwiseXor, OpKind::Eq,
                                            OpKind::Ne, OpKind::Maximum, OpKind::Minimum, OpKind::Mul},
                        rng_);
-      if (coin(rng_, 0.15)) pool_.push_back({add(OpKind::LogicalNot, {a.id}), true});
-      else if (coin(rng_, 0.15)) pool_.push_back({add(OpKind::Where, {a.id, b.id, pick(pool_, rng_).id}), true});
-      else pool_.push_back({add(op, {a.id, b.id}), true});
+      if (coin(rng_, 0.15))
+        pool_.push_back({add(OpKind::LogicalNot, {a.id}), true});
+      else if (coin(rng_, 0.15))
+        pool_.push_back({add(OpKind::Where, {a.id, b.id, pick(pool_, rng_).id}), true});
+      else
+        pool_.push_back({add(op, {a.id, b.id}), true});
       return;
     }
     const bool fl = is_float(t_);
@@ -100,8 +104,12 @@ class Gen {
         break;
       }
       case 3: {  // comparisons feed where; only on exact values (an ulp could flip them otherwise)
-        if (!ex) { pool_.push_back({add(OpKind::Neg, {a.id}), a.exact}); break; }
-        OpKind cmp = pick(std::vector<OpKind>{OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge, OpKind::Eq, OpKind::Ne}, rng_);
+        if (!ex) {
+          pool_.push_back({add(OpKind::Neg, {a.id}), a.exact});
+          break;
+        }
+        OpKind cmp =
+            pick(std::vector<OpKind>{OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge, OpKind::Eq, OpKind::Ne}, rng_);
         pool_.push_back({add(OpKind::Where, {add(cmp, {a.id, b.id}), a.id, b.id}), true});
         break;
       }
@@ -114,7 +122,10 @@ class Gen {
       }
       case 5: {  // division-like ops with a nonzero divisor
         if (fl) {
-          if (!ex || coin(rng_, 0.4)) { pool_.push_back({add(OpKind::Div, {a.id, abs1(b.id)}), ex}); break; }
+          if (!ex || coin(rng_, 0.4)) {
+            pool_.push_back({add(OpKind::Div, {a.id, abs1(b.id)}), ex});
+            break;
+          }
           OpKind op = pick(std::vector<OpKind>{OpKind::FloorDiv, OpKind::Remainder, OpKind::Fmod}, rng_);
           pool_.push_back({add(op, {a.id, abs1(b.id)}), ex});
         } else {
@@ -125,8 +136,12 @@ class Gen {
       }
       case 6: {
         if (fl) {
-          if (!a.exact) { pool_.push_back({add(OpKind::Abs, {a.id}), false}); break; }
-          OpKind op = pick(std::vector<OpKind>{OpKind::Floor, OpKind::Ceil, OpKind::Round, OpKind::Trunc, OpKind::Sign}, rng_);
+          if (!a.exact) {
+            pool_.push_back({add(OpKind::Abs, {a.id}), false});
+            break;
+          }
+          OpKind op =
+              pick(std::vector<OpKind>{OpKind::Floor, OpKind::Ceil, OpKind::Round, OpKind::Trunc, OpKind::Sign}, rng_);
           pool_.push_back({add(op, {a.id}), true});
         } else {
           OpKind op = pick(std::vector<OpKind>{OpKind::BitwiseAnd, OpKind::BitwiseOr, OpKind::BitwiseXor}, rng_);
@@ -136,17 +151,24 @@ class Gen {
       }
       case 7: {
         if (fl) {
-          pool_.push_back({add(OpKind::Where, {add(pick(std::vector<OpKind>{OpKind::IsNan, OpKind::IsFinite}, rng_), {a.id}),
-                                               b.id, a.id}), ex});
+          pool_.push_back(
+              {add(OpKind::Where,
+                   {add(pick(std::vector<OpKind>{OpKind::IsNan, OpKind::IsFinite}, rng_), {a.id}), b.id, a.id}),
+               ex});
         } else if (t_ != DType::UInt8 && coin(rng_, 0.5)) {
-          pool_.push_back({add(pick(std::vector<OpKind>{OpKind::Shl, OpKind::Shr}, rng_), {a.id, add(OpKind::BitwiseAnd, {b.id, cst(7)})}), true});
+          pool_.push_back({add(pick(std::vector<OpKind>{OpKind::Shl, OpKind::Shr}, rng_),
+                               {a.id, add(OpKind::BitwiseAnd, {b.id, cst(7)})}),
+                           true});
         } else {
           pool_.push_back({add(OpKind::Pow, {a.id, add(OpKind::BitwiseAnd, {b.id, cst(3)})}), true});
         }
         break;
       }
       case 8: {
-        if (!fl) { pool_.push_back({add(OpKind::Sign, {a.id}), true}); break; }
+        if (!fl) {
+          pool_.push_back({add(OpKind::Sign, {a.id}), true});
+          break;
+        }
         pool_.push_back({transcendental(a.id, b.id), false});
         break;
       }
@@ -159,23 +181,40 @@ class Gen {
   /// A well-conditioned transcendental expression of a (and b): bounded arguments, no poles.
   ValueId transcendental(ValueId a, ValueId b) {
     switch (uni(rng_, 0, 16)) {
-      case 0: return add(OpKind::Exp, {add(OpKind::Tanh, {a})});
-      case 1: return add(OpKind::Tanh, {a});
-      case 2: return add(OpKind::Sigmoid, {a});
-      case 3: return add(OpKind::Sin, {a});
-      case 4: return add(OpKind::Cos, {a});
-      case 5: return add(OpKind::Erf, {a});
-      case 6: return add(OpKind::Log, {abs1(a)});
-      case 7: return add(OpKind::Log1p, {add(OpKind::Abs, {a})});
-      case 8: return add(OpKind::Log2, {abs1(a)});
-      case 9: return add(OpKind::Log10, {abs1(a)});
-      case 10: return add(OpKind::Sqrt, {add(OpKind::Abs, {a})});
-      case 11: return add(OpKind::Rsqrt, {abs1(a)});
-      case 12: return add(OpKind::Reciprocal, {abs1(a)});
-      case 13: return add(OpKind::Expm1, {add(OpKind::Tanh, {a})});
-      case 14: return add(OpKind::Exp2, {add(OpKind::Tanh, {a})});
-      case 15: return add(OpKind::Atan2, {a, b});
-      default: return add(OpKind::Pow, {abs1(a), add(OpKind::Tanh, {b})});
+      case 0:
+        return add(OpKind::Exp, {add(OpKind::Tanh, {a})});
+      case 1:
+        return add(OpKind::Tanh, {a});
+      case 2:
+        return add(OpKind::Sigmoid, {a});
+      case 3:
+        return add(OpKind::Sin, {a});
+      case 4:
+        return add(OpKind::Cos, {a});
+      case 5:
+        return add(OpKind::Erf, {a});
+      case 6:
+        return add(OpKind::Log, {abs1(a)});
+      case 7:
+        return add(OpKind::Log1p, {add(OpKind::Abs, {a})});
+      case 8:
+        return add(OpKind::Log2, {abs1(a)});
+      case 9:
+        return add(OpKind::Log10, {abs1(a)});
+      case 10:
+        return add(OpKind::Sqrt, {add(OpKind::Abs, {a})});
+      case 11:
+        return add(OpKind::Rsqrt, {abs1(a)});
+      case 12:
+        return add(OpKind::Reciprocal, {abs1(a)});
+      case 13:
+        return add(OpKind::Expm1, {add(OpKind::Tanh, {a})});
+      case 14:
+        return add(OpKind::Exp2, {add(OpKind::Tanh, {a})});
+      case 15:
+        return add(OpKind::Atan2, {a, b});
+      default:
+        return add(OpKind::Pow, {abs1(a), add(OpKind::Tanh, {b})});
     }
   }
 
@@ -197,7 +236,8 @@ class Gen {
     } else if (t == DType::Bool) {
       ops = {OpKind::Any, OpKind::All, OpKind::Sum, OpKind::Amax, OpKind::Amin, OpKind::Argmax, OpKind::Argmin};
     } else {
-      ops = {OpKind::Sum, OpKind::Prod, OpKind::Amax, OpKind::Amin, OpKind::Argmax, OpKind::Argmin, OpKind::Any, OpKind::All};
+      ops = {OpKind::Sum,    OpKind::Prod,   OpKind::Amax, OpKind::Amin,
+             OpKind::Argmax, OpKind::Argmin, OpKind::Any,  OpKind::All};
     }
     OpKind op = pick(ops, rng_);
     Attrs at{{"axes", axes_}, {"keepdim", keepdim}};
@@ -229,7 +269,8 @@ class Gen {
     if (coin(rng_, 0.3)) outs.push_back(red);
     if (coin(rng_, 0.3)) outs.push_back(reduce(pick(full_values(), rng_), keepdim));
     V rt = red;
-    if (g_.node(red.id).dtype != t_) rt = {g_.cast(red.id, t_), red.exact && !(is_float(g_.node(red.id).dtype) && !is_float(t_))};
+    if (g_.node(red.id).dtype != t_)
+      rt = {g_.cast(red.id, t_), red.exact && !(is_float(g_.node(red.id).dtype) && !is_float(t_))};
     if (!keepdim) {
       if (coin(rng_, 0.5)) rt = {add(t_ == DType::Bool ? OpKind::LogicalNot : OpKind::Abs, {rt.id}), rt.exact};
       outs.push_back(rt);
@@ -237,16 +278,19 @@ class Gen {
     }
     // Epilogue: combine with a full value, maybe a second reduction level over the same axes.
     V x = pick(full_values(), rng_);
-    OpKind comb = t_ == DType::Bool ? OpKind::LogicalXor
-                                    : pick(std::vector<OpKind>{OpKind::Sub, OpKind::Add, OpKind::Mul, OpKind::Maximum}, rng_);
+    OpKind comb = t_ == DType::Bool
+                      ? OpKind::LogicalXor
+                      : pick(std::vector<OpKind>{OpKind::Sub, OpKind::Add, OpKind::Mul, OpKind::Maximum}, rng_);
     pool_.push_back({add(comb, {x.id, rt.id}), x.exact && rt.exact});
     if (coin(rng_, 0.5)) step();
     if (coin(rng_, 0.4)) {
       std::vector<V> fv = full_values();
       V red2 = reduce(fv.back(), true);
       V r2 = red2;
-      if (g_.node(red2.id).dtype != t_) r2 = {g_.cast(red2.id, t_), red2.exact && !(is_float(g_.node(red2.id).dtype) && !is_float(t_))};
-      pool_.push_back({add(t_ == DType::Bool ? OpKind::LogicalOr : OpKind::Add, {fv.back().id, r2.id}), fv.back().exact && r2.exact});
+      if (g_.node(red2.id).dtype != t_)
+        r2 = {g_.cast(red2.id, t_), red2.exact && !(is_float(g_.node(red2.id).dtype) && !is_float(t_))};
+      pool_.push_back({add(t_ == DType::Bool ? OpKind::LogicalOr : OpKind::Add, {fv.back().id, r2.id}),
+                       fv.back().exact && r2.exact});
       if (coin(rng_, 0.3)) outs.push_back(red2);
     }
   }

@@ -17,13 +17,16 @@ namespace autofuse::kernel_testing {
 
 namespace {
 
-
 std::string layout_name(Layout l) {
   switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Permuted: return "permuted";
-    case Layout::Gapped: return "gapped";
-    case Layout::Expanded: return "expanded";
+    case Layout::Contiguous:
+      return "contiguous";
+    case Layout::Permuted:
+      return "permuted";
+    case Layout::Gapped:
+      return "gapped";
+    case Layout::Expanded:
+      return "expanded";
   }
   return "?";
 }
@@ -99,7 +102,9 @@ std::string compare(const HostTensor& got, const HostTensor& want, double tol) {
     for_each_multi_index(want.sizes, [&](const std::vector<int64_t>& i) {
       if (!err.empty()) return;
       double g = got.get_double(i), w = want.get_double(i);
-      bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : std::fabs(g - w) <= tol * (std::fabs(w) + scale);
+      bool ok = std::isnan(w)   ? std::isnan(g)
+                : std::isinf(w) ? g == w
+                                : std::fabs(g - w) <= tol * (std::fabs(w) + scale);
       if (ok) return;
       std::ostringstream o;
       o << "at [";
@@ -149,9 +154,9 @@ std::string run_case(const RandomGraph& rg, const Bindings& b, std::mt19937_64& 
   desc << " } inputs:";
   for (ValueId in : g.inputs()) {
     const Node& nd = g.node(in);
-    Layout l = pick(std::vector<Layout>{Layout::Contiguous, Layout::Contiguous, Layout::Permuted, Layout::Gapped,
-                                        Layout::Expanded},
-                    rng);
+    Layout l = pick(
+        std::vector<Layout>{Layout::Contiguous, Layout::Contiguous, Layout::Permuted, Layout::Gapped, Layout::Expanded},
+        rng);
     HostTensor t = make_tensor(nd.dtype, eval_shape(nd.shape, b), l, rng);
     fill_random(t, rng, specials);
     desc << " " << t.describe() << " (" << layout_name(l) << ")";

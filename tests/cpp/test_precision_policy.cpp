@@ -31,12 +31,16 @@ class PolicyEnv {
   explicit PolicyEnv(std::optional<std::string> v) {
     const char* old = std::getenv(kVar);
     if (old) old_ = old;
-    if (v) ::setenv(kVar, v->c_str(), 1);
-    else ::unsetenv(kVar);
+    if (v)
+      ::setenv(kVar, v->c_str(), 1);
+    else
+      ::unsetenv(kVar);
   }
   ~PolicyEnv() {
-    if (old_) ::setenv(kVar, old_->c_str(), 1);
-    else ::unsetenv(kVar);
+    if (old_)
+      ::setenv(kVar, old_->c_str(), 1);
+    else
+      ::unsetenv(kVar);
   }
 
  private:
@@ -162,9 +166,10 @@ TEST(PrecisionPolicy, RandomLowPrecisionChainsMatchInterpreterBitwise) {
   // A fixed default seed keeps make test reproducible; AUTOFUSE_TEST_SEED explores others.
   const char* env = std::getenv("AUTOFUSE_TEST_SEED");
   const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : 20261129;
-  std::printf("PrecisionPolicy.RandomLowPrecisionChainsMatchInterpreterBitwise seed %llu (replay with "
-              "AUTOFUSE_TEST_SEED)\n",
-              static_cast<unsigned long long>(seed));
+  std::printf(
+      "PrecisionPolicy.RandomLowPrecisionChainsMatchInterpreterBitwise seed %llu (replay with "
+      "AUTOFUSE_TEST_SEED)\n",
+      static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 12; ++trial) {
     const DType t = trial % 2 ? DType::BFloat16 : DType::Float16;
@@ -175,17 +180,29 @@ TEST(PrecisionPolicy, RandomLowPrecisionChainsMatchInterpreterBitwise) {
     for (int i = 0; i < 6; ++i) {
       ValueId a = pick(), b = pick();
       switch (std::uniform_int_distribution<int>(0, 6)(rng)) {
-        case 0: pool.push_back(g.add(OpKind::Add, {a, b})); break;
-        case 1: pool.push_back(g.add(OpKind::Sub, {a, b})); break;
-        case 2: pool.push_back(g.add(OpKind::Mul, {a, b})); break;
+        case 0:
+          pool.push_back(g.add(OpKind::Add, {a, b}));
+          break;
+        case 1:
+          pool.push_back(g.add(OpKind::Sub, {a, b}));
+          break;
+        case 2:
+          pool.push_back(g.add(OpKind::Mul, {a, b}));
+          break;
         case 3: {
           ValueId one = g.constant(Scalar::of_float(1.0), t);
           pool.push_back(g.add(OpKind::Div, {a, g.add(OpKind::Add, {g.add(OpKind::Abs, {b}), one})}));
           break;
         }
-        case 4: pool.push_back(g.add(OpKind::Maximum, {a, b})); break;
-        case 5: pool.push_back(g.add(OpKind::Minimum, {a, b})); break;
-        default: pool.push_back(g.add(OpKind::Where, {g.add(OpKind::Lt, {a, b}), a, b})); break;
+        case 4:
+          pool.push_back(g.add(OpKind::Maximum, {a, b}));
+          break;
+        case 5:
+          pool.push_back(g.add(OpKind::Minimum, {a, b}));
+          break;
+        default:
+          pool.push_back(g.add(OpKind::Where, {g.add(OpKind::Lt, {a, b}), a, b}));
+          break;
       }
     }
     Attrs ax;
@@ -205,7 +222,8 @@ TEST(PrecisionPolicy, RandomLowPrecisionChainsMatchInterpreterBitwise) {
       EXPECT_EQ(compare(got[0], want[0], 0.0), "") << "policy " << env << " seed " << seed << "\n" << g.str();
       // The sum's order differs (vector lanes vs compensated f64), so it is compared with a tolerance.
       EXPECT_EQ(compare(got[1], want[1], kernel_testing::default_tolerance(t)), "")
-          << "policy " << env << " seed " << seed << "\n" << g.str();
+          << "policy " << env << " seed " << seed << "\n"
+          << g.str();
     }
   }
 }
@@ -234,7 +252,8 @@ TEST(RowStash, ShortAndLongRowsMatchInterpreter) {
     kernel_testing::fill_random(x, rng, false);
     auto got = run_kernel(*k, {x});
     auto want = interpret(g, {x});
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare(got[i], want[i], 1e-5), "") << "output " << i << " d " << d;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(compare(got[i], want[i], 1e-5), "") << "output " << i << " d " << d;
   }
 }
 

@@ -26,7 +26,8 @@ const char* kGraphs[] = {
     "graph rsum(%x: f32[s0, s1]) {\n  %y = sum(%x) {axes=[1], keepdim=true}\n  return %y\n}\n",
     "graph rsum_bf16(%x: bf16[s0, s1]) {\n  %y = sum(%x) {axes=[1], keepdim=true}\n  return %y\n}\n",
     "graph osum(%x: f32[s0, s1]) {\n  %y = sum(%x) {axes=[0], keepdim=false}\n  return %y\n}\n",
-    "graph rmean_max(%x: f32[s0, s1, s2]) {\n  %m = mean(%x) {axes=[1, 2], keepdim=false}\n  %a = amax(%x) {axes=[1, 2], keepdim=false}\n"
+    "graph rmean_max(%x: f32[s0, s1, s2]) {\n  %m = mean(%x) {axes=[1, 2], keepdim=false}\n  %a = amax(%x) {axes=[1, "
+    "2], keepdim=false}\n"
     "  return %m, %a\n}\n",
     "graph omin(%x: f32[s0, s1, s2]) {\n  %e = exp(%x)\n  %a = amin(%e) {axes=[0, 1], keepdim=true}\n  return %a\n}\n",
     "graph softmax(%x: f32[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
@@ -208,8 +209,8 @@ TEST(Tiling, SplitChosenForFewLongRowsAndNotForManyRows) {
 
 TEST(Tiling, StaticShapesAreFolded) {
   Restore restore;
-  auto k = Kernel::compile(parse_graph(
-      "graph s(%x: f32[64, 1000]) {\n  %y = sum(%x) {axes=[1], keepdim=false}\n  return %y\n}\n"));
+  auto k = Kernel::compile(
+      parse_graph("graph s(%x: f32[64, 1000]) {\n  %y = sum(%x) {axes=[1], keepdim=false}\n  return %y\n}\n"));
   TilingDecision d = k->tiling().decide({64, 1000});
   EXPECT_TRUE(d.folded) << d.describe();
   set_num_threads(get_num_threads() + 1);

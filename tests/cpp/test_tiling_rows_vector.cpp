@@ -32,7 +32,8 @@ const char* kInner[] = {
     "graph softmax_bf16(%x: bf16[s0, s1]) {\n  %xf = cast(%x) {dtype=f32}\n  %m = amax(%xf) {axes=[1], keepdim=true}\n"
     "  %d = sub(%xf, %m)\n  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %o = div(%e, %s)\n"
     "  %r = cast(%o) {dtype=bf16}\n  return %r\n}\n",
-    "graph argmax_var(%x: f32[s0, s1], %b: f32[s1]) {\n  %z = add(%x, %b)\n  %a = argmax(%z) {axes=[1], keepdim=false}\n"
+    "graph argmax_var(%x: f32[s0, s1], %b: f32[s1]) {\n  %z = add(%x, %b)\n  %a = argmax(%z) {axes=[1], "
+    "keepdim=false}\n"
     "  %v = var(%z) {axes=[1], keepdim=false, correction=1}\n  return %a, %v\n}\n",
     "graph rmean_max(%x: f32[s0, s1, s2]) {\n  %m = mean(%x) {axes=[1, 2], keepdim=false}\n"
     "  %a = amax(%x) {axes=[1, 2], keepdim=false}\n  return %m, %a\n}\n",
@@ -59,8 +60,10 @@ TEST(TilingRowsVector, Permutation) {
   LoopNest three = Kernel::compile(parse_graph(kInner[5]))->loop_nest();
   EXPECT_EQ(rows_vector_permutation(three), (std::vector<int>{1, 2, 0}));
   // No inner reduction: no permutation; a reduced innermost axis is refused.
-  LoopNest outer = Kernel::compile(parse_graph(
-      "graph o(%x: f32[s0, s1]) {\n  %y = sum(%x) {axes=[0], keepdim=false}\n  return %y\n}\n"))->loop_nest();
+  LoopNest outer =
+      Kernel::compile(
+          parse_graph("graph o(%x: f32[s0, s1]) {\n  %y = sum(%x) {axes=[0], keepdim=false}\n  return %y\n}\n"))
+          ->loop_nest();
   EXPECT_FALSE(rows_vector_permutation(outer).has_value());
   EXPECT_THROW(permute_loop_nest(two, {0, 1}), IRError);
   EXPECT_THROW(permute_loop_nest(two, {1, 1}), IRError);
@@ -130,7 +133,8 @@ TEST(TilingRowsVector, CandidateConstraints) {
       std::vector<int64_t> sizes(static_cast<size_t>(n.rank));
       for (auto& s : sizes) s = static_cast<int64_t>(rng() % 3 == 0 ? rng() % 4 : rng() % 5000);
       int64_t rsize = 1, kept = 1;
-      for (int a = 0; a < n.rank; ++a) (n.is_reduce[static_cast<size_t>(a)] ? rsize : kept) *= sizes[static_cast<size_t>(a)];
+      for (int a = 0; a < n.rank; ++a)
+        (n.is_reduce[static_cast<size_t>(a)] ? rsize : kept) *= sizes[static_cast<size_t>(a)];
       TilingDecision d = k->tiling().decide(sizes);
       bool has = false;
       for (const TilingCandidate& c : d.candidates) {
@@ -180,8 +184,8 @@ TEST(TilingRowsVector, OneCompilePerVariantNotPerSize) {
     return c.compiles + c.disk_hits + c.memory_hits;
   };
   const int64_t before = lookups();
-  auto k = Kernel::compile(parse_graph(
-      "graph rv_count(%x: f32[s0, s1]) {\n  %y = amin(%x) {axes=[1], keepdim=true}\n  return %y\n}\n"));
+  auto k = Kernel::compile(
+      parse_graph("graph rv_count(%x: f32[s0, s1]) {\n  %y = amin(%x) {axes=[1], keepdim=true}\n  return %y\n}\n"));
   EXPECT_EQ(k->num_variants(), 1u);
   std::mt19937_64 rng(7);
   for (int64_t rows : {5, 100, 4096})
@@ -199,7 +203,7 @@ TEST(TilingRowsVector, OneCompilePerVariantNotPerSize) {
     k->run({x}, {y});
   }
   EXPECT_EQ(k->num_variants(), 3u);  // + the unit-stride (cols = 1) vector-rows variant
-  EXPECT_EQ(lookups() - before, 3);   // one cache lookup per variant, none per size
+  EXPECT_EQ(lookups() - before, 3);  // one cache lookup per variant, none per size
 }
 
 TEST(TilingRowsVector, ChosenForVeryShortRowsOnly) {

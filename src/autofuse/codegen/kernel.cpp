@@ -94,7 +94,8 @@ std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& 
 Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
   const size_t ni = static_cast<size_t>(nest_.num_inputs);
   if (inputs.size() != ni)
-    throw IRError("kernel " + name_ + ": expected " + std::to_string(ni) + " inputs, got " + std::to_string(inputs.size()));
+    throw IRError("kernel " + name_ + ": expected " + std::to_string(ni) + " inputs, got " +
+                  std::to_string(inputs.size()));
   Bindings b;
   for (size_t i = 0; i < ni; ++i) {
     const Node& nd = body().node(nest_.operands[i]);
@@ -129,8 +130,7 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
       if (want != inputs[i].sizes[j])
         throw IRError("kernel " + name_ + ": input %" + nd.name + " dim " + std::to_string(j) + " has size " +
                       std::to_string(inputs[i].sizes[j]) + ", expected " +
-                      (nd.shape[j].is_const() ? std::string() : nd.shape[j].str() + " = ") +
-                      std::to_string(want));
+                      (nd.shape[j].is_const() ? std::string() : nd.shape[j].str() + " = ") + std::to_string(want));
     }
   }
   return b;
@@ -215,7 +215,8 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     for (const HostTensor& t : outputs) any_output = any_output || t.numel() > 0;
     if (!any_output) return;
     for (int a = 0; a < r; ++a)
-      if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0) d.sizes[static_cast<size_t>(a)] = 1;
+      if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0)
+        d.sizes[static_cast<size_t>(a)] = 1;
     for (size_t k = 0; k < nops; ++k) {
       const HostTensor& t = k < ni ? inputs[k] : outputs[k - ni];
       if (t.numel() != 0) continue;

@@ -60,8 +60,10 @@ std::vector<HostTensor> CompiledGraph::run(const std::vector<HostTensor>& inputs
       std::vector<HostTensor> outs;
       for (size_t k = 0; k < grp.outputs.size(); ++k)
         outs.push_back(HostTensor::empty(g.node(grp.outputs[k]).dtype, sizes[k]));
-      if (steps_[gi].kernel) steps_[gi].kernel->run(ins, outs);
-      else interpret_into(grp.subgraph, ins, outs);
+      if (steps_[gi].kernel)
+        steps_[gi].kernel->run(ins, outs);
+      else
+        interpret_into(grp.subgraph, ins, outs);
       for (size_t k = 0; k < grp.outputs.size(); ++k) env[grp.outputs[k]] = outs[k];
     } else {
       ValueId v = grp.nodes.at(0);
@@ -72,13 +74,15 @@ std::vector<HostTensor> CompiledGraph::run(const std::vector<HostTensor>& inputs
         env[v] = run_host_op(n, node_ins, b);
         is_view[v] = true;
       } else {
-        if (!extern_fn_) throw IRError("%" + n.name + " = extern(\"" + attr_str(n.attrs, "name") +
-                                       "\"): no extern function was given to run it (CompileGraphOptions::extern_fn)");
+        if (!extern_fn_)
+          throw IRError("%" + n.name + " = extern(\"" + attr_str(n.attrs, "name") +
+                        "\"): no extern function was given to run it (CompileGraphOptions::extern_fn)");
         HostTensor out = extern_fn_(n, node_ins);
         std::vector<int64_t> want = eval_shape(n.shape, b);
         if (out.dtype != n.dtype || out.sizes != want)
-          throw IRError("%" + n.name + " = extern(\"" + attr_str(n.attrs, "name") + "\"): the extern function returned " +
-                        out.describe() + ", expected " + std::string(dtype_name(n.dtype)) + " of the node's sizes");
+          throw IRError("%" + n.name + " = extern(\"" + attr_str(n.attrs, "name") +
+                        "\"): the extern function returned " + out.describe() + ", expected " +
+                        std::string(dtype_name(n.dtype)) + " of the node's sizes");
         env[v] = out;
         is_view[v] = out.owner == nullptr;
       }

@@ -73,8 +73,8 @@ HostTensor run_host_op(const Node& n, const std::vector<HostTensor>& in, const B
       int64_t numel = 1;
       for (int64_t s : sizes) numel *= s;
       if (numel != x.numel())
-        fail(n, "cannot reshape " + x.describe() + " (" + std::to_string(x.numel()) + " elements) to " +
-                    sizes_str(sizes));
+        fail(n,
+             "cannot reshape " + x.describe() + " (" + std::to_string(x.numel()) + " elements) to " + sizes_str(sizes));
       HostTensor base = x.is_contiguous() ? x : contiguous_copy(x);
       return view_of(base, base.data, sizes, contiguous_strides_i64(sizes));
     }
@@ -108,8 +108,10 @@ HostTensor run_host_op(const Node& n, const std::vector<HostTensor>& in, const B
       std::vector<int64_t> strides(sizes.size(), 0);
       size_t off = sizes.size() - r;
       for (size_t i = 0; i < r; ++i) {
-        if (x.sizes[i] == sizes[off + i]) strides[off + i] = x.strides[i];
-        else if (x.sizes[i] != 1) fail(n, "cannot broadcast " + x.describe() + " to " + sizes_str(sizes));
+        if (x.sizes[i] == sizes[off + i])
+          strides[off + i] = x.strides[i];
+        else if (x.sizes[i] != 1)
+          fail(n, "cannot broadcast " + x.describe() + " to " + sizes_str(sizes));
       }
       return view_of(x, x.data, sizes, strides);
     }

@@ -23,8 +23,7 @@ void verify_fused_graph(const FusedGraph& f) {
   for (const FusionGroup& grp : f.groups) {
     verify(grp.subgraph);
     for (ValueId v : grp.inputs)
-      if (!available[v])
-        fail("group " + grp.name + " reads %" + g.node(v).name + " before any step writes it");
+      if (!available[v]) fail("group " + grp.name + " reads %" + g.node(v).name + " before any step writes it");
     std::set<ValueId> mem(grp.nodes.begin(), grp.nodes.end());
     for (ValueId v : grp.outputs)
       if (!mem.count(v)) fail("group " + grp.name + " writes %" + g.node(v).name + " but does not compute it");

@@ -32,13 +32,16 @@ std::string node_id(const FusionGroup* g, ValueId v) {
 std::string fused_graph_dot(const FusedGraph& f) {
   static const char* kColors[] = {"#cfe8fc", "#d5f5d0", "#fde2c8", "#e7d8f5", "#fbf3c0", "#d0f0ef", "#f8d0dc"};
   const Graph& g = f.graph;
-  std::string s = "digraph \"" + escape(g.name()) + "\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10, fontname=\"monospace\"];\n";
+  std::string s = "digraph \"" + escape(g.name()) +
+                  "\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10, fontname=\"monospace\"];\n";
   for (ValueId v : g.inputs())
     s += "  " + node_id(nullptr, v) + " [shape=ellipse, label=\"%" + escape(g.node(v).name) + " : " +
          escape(print_type(g.node(v).type())) + "\"];\n";
   int k = 0;
   for (const FusionGroup& grp : f.groups) {
-    std::string color = grp.kind == GroupKind::Kernel ? kColors[k++ % 7] : grp.kind == GroupKind::Extern ? "#d9d9d9" : "#ffffff";
+    std::string color = grp.kind == GroupKind::Kernel   ? kColors[k++ % 7]
+                        : grp.kind == GroupKind::Extern ? "#d9d9d9"
+                                                        : "#ffffff";
     s += "  subgraph \"cluster_" + grp.name + "\" {\n    style=filled; fillcolor=\"" + color + "\";\n    label=\"" +
          grp.name + " (" + std::string(group_kind_name(grp.kind)) + "): " + format_bytes(grp.bytes_fused) +
          " fused vs " + format_bytes(grp.bytes_unfused) + " unfused\";\n";
@@ -57,10 +60,14 @@ std::string fused_graph_dot(const FusedGraph& f) {
     for (ValueId v : grp.nodes)
       for (ValueId u : g.node(v).inputs) {
         std::string from;
-        if (mem.count(u)) from = node_id(&grp, u);
-        else if (g.node(u).op == OpKind::Input) from = node_id(nullptr, u);
-        else if (f.producer[u] >= 0) from = node_id(&f.groups[f.producer[u]], u);
-        else continue;
+        if (mem.count(u))
+          from = node_id(&grp, u);
+        else if (g.node(u).op == OpKind::Input)
+          from = node_id(nullptr, u);
+        else if (f.producer[u] >= 0)
+          from = node_id(&f.groups[f.producer[u]], u);
+        else
+          continue;
         s += "  " + from + " -> " + node_id(&grp, v) + ";\n";
       }
   }

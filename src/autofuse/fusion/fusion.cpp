@@ -13,9 +13,12 @@ namespace autofuse {
 
 std::string_view group_kind_name(GroupKind k) {
   switch (k) {
-    case GroupKind::Kernel: return "kernel";
-    case GroupKind::Extern: return "extern";
-    case GroupKind::Host: return "host";
+    case GroupKind::Kernel:
+      return "kernel";
+    case GroupKind::Extern:
+      return "extern";
+    case GroupKind::Host:
+      return "host";
   }
   return "?";
 }
@@ -162,10 +165,9 @@ FusedGraph fuse(const Graph& g, const FusionOptions& o) {
         else
           why = "its producer group could not absorb the reader";
       }
-      f.report.refusals.push_back({nf::kRecompute,
-                                   "%" + n.name + " is written by " + f.groups[w].name + " and read by " + fg.name +
-                                       ": " + why,
-                                   f.groups[w].name, fg.name, 0});
+      f.report.refusals.push_back(
+          {nf::kRecompute, "%" + n.name + " is written by " + f.groups[w].name + " and read by " + fg.name + ": " + why,
+           f.groups[w].name, fg.name, 0});
     }
   }
 

@@ -43,14 +43,14 @@ struct FusionGroup {
   /// Kernel: a standalone Graph whose inputs are `inputs` (same names) and outputs `outputs` (same order).
   /// Extern / Host: a Graph with the single node and its inputs, for printing and for running the step.
   Graph subgraph;
-  IterSpace space;                  ///< Kernel only: the loop nest's domain and reduction axes
-  int64_t bytes_fused = 0;          ///< inputs read + outputs written, at the report's binding
-  int64_t bytes_unfused = 0;        ///< the same, summed over its ops run one by one
+  IterSpace space;            ///< Kernel only: the loop nest's domain and reduction axes
+  int64_t bytes_fused = 0;    ///< inputs read + outputs written, at the report's binding
+  int64_t bytes_unfused = 0;  ///< the same, summed over its ops run one by one
 };
 
 /// The partition of a graph: groups in a topological order (every group after the groups it reads from).
 struct FusedGraph {
-  Graph graph;                      ///< the original graph (a copy)
+  Graph graph;  ///< the original graph (a copy)
   std::vector<FusionGroup> groups;
   FusionReport report;
   /// Index into `groups` of the group that writes value v; -1 for graph inputs and for values only recomputed.
@@ -62,14 +62,14 @@ struct FusedGraph {
 
 /// Knobs of the partitioner. Defaults are what the pipeline uses.
 struct FusionOptions {
-  bool vertical = true;             ///< fuse producer -> consumer
-  bool horizontal = true;           ///< fuse groups that read the same values
-  int max_group_nodes = 64;         ///< size cap: ops per kernel (recomputed copies included)
-  int max_group_inputs = 16;        ///< input cap: values a kernel reads
+  bool vertical = true;       ///< fuse producer -> consumer
+  bool horizontal = true;     ///< fuse groups that read the same values
+  int max_group_nodes = 64;   ///< size cap: ops per kernel (recomputed copies included)
+  int max_group_inputs = 16;  ///< input cap: values a kernel reads
   /// Bounded recompute: a value whose ops cost at most this much per element (cost.h weights, summed along its
   /// chain of cheap ops back to materialized values), and whose chain reads at most 1/8 more bytes than the value,
-  /// may be duplicated into each consumer group instead of being written once and read by each. 0 disables recompute of computed values (sources and broadcast_to are always
-  /// folded into their consumers).
+  /// may be duplicated into each consumer group instead of being written once and read by each. 0 disables recompute of
+  /// computed values (sources and broadcast_to are always folded into their consumers).
   int recompute_max_weight = 2;
   int64_t representative_size = FusionReport::kRepresentativeSize;  ///< value of every symbol for byte figures
   /// The code generator's verdict on a candidate kernel graph: nullopt if it compiles to one kernel, else the reason.

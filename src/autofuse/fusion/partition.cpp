@@ -185,7 +185,8 @@ class Partitioner {
                                                      : "a layout op (" + std::string(nd.info().name) + ")";
         refusals_.push_back({cat == OpCategory::Extern ? nf::kExtern : nf::kLayout,
                              vname(v) + " is " + what + ": it runs as its own " +
-                                 (cat == OpCategory::Extern ? "extern" : "host") + " step, kernels are formed around it",
+                                 (cat == OpCategory::Extern ? "extern" : "host") +
+                                 " step, kernels are formed around it",
                              vname(v), "", 0});
         continue;
       }
@@ -283,7 +284,9 @@ class Partitioner {
   }
 
   std::optional<FusionDecision> check(int a, int b, const std::vector<ValueId>& members, const GroupIO& x) const {
-    auto refuse = [&](const char* code, std::string msg) { return FusionDecision{code, std::move(msg), gname(a), gname(b), 0}; };
+    auto refuse = [&](const char* code, std::string msg) {
+      return FusionDecision{code, std::move(msg), gname(a), gname(b), 0};
+    };
     if (static_cast<int>(members.size()) > o_.max_group_nodes)
       return refuse(nf::kSize, "merging " + gname(a) + " and " + gname(b) + " gives " + std::to_string(members.size()) +
                                    " ops, over the cap of " + std::to_string(o_.max_group_nodes));

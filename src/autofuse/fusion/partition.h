@@ -4,16 +4,16 @@
 // sources and broadcast_to are *inline* (folded into every group that reads them: a constant in a register, a
 // broadcast as a stride-0 load); a cheap elementwise value with several consumers is inline too when its chain of
 // cheap single-use ops costs at most FusionOptions::recompute_max_weight per element and reads at most 1/8 more bytes
-// than the value itself (bounded recompute; the chain is recomputed with it); every other op starts as a one-node kernel
-// group. An inline value that is a graph output or read by an extern / host step also gets a one-node group that
+// than the value itself (bounded recompute; the chain is recomputed with it); every other op starts as a one-node
+// kernel group. An inline value that is a graph output or read by an extern / host step also gets a one-node group that
 // writes it. (3) Candidates are pairs of kernel groups joined by an edge (vertical) or reading a common value
 // (horizontal); each is scored by the bytes of memory traffic the merge saves: traffic(A) + traffic(B) -
 // traffic(A u B), where traffic = bytes of values read from outside + bytes of values needed outside, at the
 // representative binding. (4) Repeatedly take the best legal candidate and merge it, until none is left: vertical
-// pairs before horizontal ones, then by bytes saved (ties: closer in topological order, then lower ids). Legal: the caps, no cycle in the group graph, the iteration-space
-// rules (space.h) and the code generator's verdict. A refused pair is remembered with its reason; refusals whose two
-// sides end up in one group anyway are dropped from the report at the end.
-// The greedy order follows what fusion schedulers (XLA, Inductor, the original Autofuse) do: fuse the most
+// pairs before horizontal ones, then by bytes saved (ties: closer in topological order, then lower ids). Legal: the
+// caps, no cycle in the group graph, the iteration-space rules (space.h) and the code generator's verdict. A refused
+// pair is remembered with its reason; refusals whose two sides end up in one group anyway are dropped from the report
+// at the end. The greedy order follows what fusion schedulers (XLA, Inductor, the original Autofuse) do: fuse the most
 // profitable pair first, re-score, repeat.
 #pragma once
 
@@ -37,9 +37,9 @@ struct GroupIO {
 
 /// The partitioner's result.
 struct Partition {
-  std::vector<PartGroup> groups;     ///< the final groups, any order
-  std::vector<bool> is_inline;       ///< per node: folded into the groups that read it
-  std::vector<bool> live;            ///< per node: reaches a graph output
+  std::vector<PartGroup> groups;             ///< the final groups, any order
+  std::vector<bool> is_inline;               ///< per node: folded into the groups that read it
+  std::vector<bool> live;                    ///< per node: reaches a graph output
   std::vector<std::vector<int>> containing;  ///< per node: indices into `groups` of the groups computing it
   std::vector<FusionDecision> merges, refusals;
 };
@@ -51,9 +51,9 @@ Partition partition_graph(const Graph& g, const FusionOptions& o, const Bindings
 /// inline values it recomputes), where `containing[v]` lists the groups computing v and `self` are the group ids
 /// standing for this set (users in them are internal).
 GroupIO group_io(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& primary,
-                 const std::vector<bool>& is_inline,
-                 const std::vector<bool>& live, const std::vector<std::vector<ValueId>>& users,
-                 const std::vector<std::vector<int>>& containing, const std::vector<int>& self);
+                 const std::vector<bool>& is_inline, const std::vector<bool>& live,
+                 const std::vector<std::vector<ValueId>>& users, const std::vector<std::vector<int>>& containing,
+                 const std::vector<int>& self);
 
 /// Bytes a step reads for value v: a broadcast_to reads its source, a 0-d constant nothing, others their size.
 int64_t read_bytes(const Graph& g, ValueId v, const Bindings& b);

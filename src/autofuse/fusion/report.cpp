@@ -15,8 +15,10 @@ std::string format_bytes(int64_t bytes) {
     ++u;
   }
   char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
   return buf;
 }
 
@@ -45,8 +47,8 @@ std::string FusionReport::str() const {
                 "bytes unfused", "saved");
   s += line;
   for (const auto& t : steps) {
-    std::snprintf(line, sizeof line, "  %-24s %-7s %6d %14s %14s %14s\n", t.group.c_str(), t.kind.c_str(),
-                  t.num_nodes, format_bytes(t.bytes_fused).c_str(), format_bytes(t.bytes_unfused).c_str(),
+    std::snprintf(line, sizeof line, "  %-24s %-7s %6d %14s %14s %14s\n", t.group.c_str(), t.kind.c_str(), t.num_nodes,
+                  format_bytes(t.bytes_fused).c_str(), format_bytes(t.bytes_unfused).c_str(),
                   format_bytes(t.bytes_unfused - t.bytes_fused).c_str());
     s += line;
   }
@@ -57,7 +59,8 @@ std::string FusionReport::str() const {
   if (!merges.empty()) {
     s += "merges (greedy by bytes saved):\n";
     for (const auto& m : merges)
-      s += "  " + m.a + " + " + m.b + ": saves " + format_bytes(m.benefit_bytes) + (m.message.empty() ? "" : " (" + m.message + ")") + "\n";
+      s += "  " + m.a + " + " + m.b + ": saves " + format_bytes(m.benefit_bytes) +
+           (m.message.empty() ? "" : " (" + m.message + ")") + "\n";
   }
   if (!refusals.empty()) {
     s += "refusals:\n";

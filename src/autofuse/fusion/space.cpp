@@ -148,10 +148,12 @@ std::optional<SpaceRefusal> check_one_nest(const Graph& g, const std::vector<Val
   // 4. What the kernel writes has the shape of D or of K.
   Shape kept_keep = domain, kept_drop;
   for (size_t i = 0; i < domain.size(); ++i) {
-    bool reduced = std::find(sp.reduce_axes.begin(), sp.reduce_axes.end(), static_cast<int64_t>(i)) !=
-                   sp.reduce_axes.end();
-    if (reduced) kept_keep[i] = Expr(1);
-    else kept_drop.push_back(domain[i]);
+    bool reduced =
+        std::find(sp.reduce_axes.begin(), sp.reduce_axes.end(), static_cast<int64_t>(i)) != sp.reduce_axes.end();
+    if (reduced)
+      kept_keep[i] = Expr(1);
+    else
+      kept_drop.push_back(domain[i]);
   }
   for (ValueId v : outputs) {
     const Shape& s = g.node(v).shape;

@@ -18,8 +18,8 @@ std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view s);
 /// Storage size of one element in bytes.
 int dtype_size(DType t);
-bool is_float(DType t);        ///< f16, bf16, f32, f64
-bool is_integer(DType t);      ///< u8, i8, i16, i32, i64 (not bool)
+bool is_float(DType t);    ///< f16, bf16, f32, f64
+bool is_integer(DType t);  ///< u8, i8, i16, i32, i64 (not bool)
 bool is_signed_integer(DType t);
 /// The type arithmetic is carried out in inside a kernel: f32 for f16/bf16/f32, f64 for f64, the type itself else.
 DType compute_dtype(DType t);

@@ -37,7 +37,8 @@ Value iota(const NodeContext& c) {
   const int64_t start = attr_int(c.node.attrs, "start"), step = attr_int(c.node.attrs, "step");
   const int64_t n = out.numel();
   for (int64_t k = 0; k < n; ++k) {
-    int64_t v = static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(k) * static_cast<uint64_t>(step));
+    int64_t v =
+        static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(k) * static_cast<uint64_t>(step));
     if (out.is_float())
       out.f[k] = cast_int_to_float(v, out.dtype);
     else
@@ -92,8 +93,10 @@ bool is_comparison(OpKind op) {
     case OpKind::Ge:
     case OpKind::LogicalAnd:
     case OpKind::LogicalOr:
-    case OpKind::LogicalXor: return true;
-    default: return false;
+    case OpKind::LogicalXor:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -103,9 +106,11 @@ Value binary(const NodeContext& c, const Value& a, const Value& b) {
   const DType t = a.dtype;
   if (is_comparison(op)) {
     if (a.is_float())
-      broadcast_loop(c, {&a, &b}, [&](int64_t k, const int64_t* o) { out.i[k] = compare_float(op, a.f[o[0]], b.f[o[1]]); });
+      broadcast_loop(c, {&a, &b},
+                     [&](int64_t k, const int64_t* o) { out.i[k] = compare_float(op, a.f[o[0]], b.f[o[1]]); });
     else
-      broadcast_loop(c, {&a, &b}, [&](int64_t k, const int64_t* o) { out.i[k] = compare_int(op, a.i[o[0]], b.i[o[1]]); });
+      broadcast_loop(c, {&a, &b},
+                     [&](int64_t k, const int64_t* o) { out.i[k] = compare_int(op, a.i[o[0]], b.i[o[1]]); });
     return out;
   }
   if (a.is_float()) {
@@ -191,12 +196,18 @@ Value eval_elementwise(const NodeContext& c, const std::vector<const Value*>& in
   const Node& n = c.node;
   switch (n.op) {
     case OpKind::Constant:
-    case OpKind::Full: return fill(c, attr_scalar(n.attrs, "value"));
-    case OpKind::Iota: return iota(c);
-    case OpKind::Where: return where(c, *in[0], *in[1], *in[2]);
-    case OpKind::Clamp: return clamp(c, *in[0]);
-    case OpKind::Cast: return cast(c, *in[0]);
-    default: break;
+    case OpKind::Full:
+      return fill(c, attr_scalar(n.attrs, "value"));
+    case OpKind::Iota:
+      return iota(c);
+    case OpKind::Where:
+      return where(c, *in[0], *in[1], *in[2]);
+    case OpKind::Clamp:
+      return clamp(c, *in[0]);
+    case OpKind::Cast:
+      return cast(c, *in[0]);
+    default:
+      break;
   }
   if (in.size() == 1) return unary(c, *in[0]);
   if (in.size() == 2) return binary(c, *in[0], *in[1]);

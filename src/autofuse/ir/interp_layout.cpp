@@ -99,11 +99,16 @@ Value eval_layout(const NodeContext& c, const std::vector<const Value*>& in) {
       }
       return gather(c, x, 0, broadcast_strides(x.sizes, c.out_sizes));
     }
-    case OpKind::Reshape: return reshape(c, *in[0]);
-    case OpKind::Permute: return permute(c, *in[0]);
-    case OpKind::Slice: return slice(c, *in[0]);
-    case OpKind::Concat: return concat(c, in);
-    default: c.fail("the interpreter has no layout rule for this op");
+    case OpKind::Reshape:
+      return reshape(c, *in[0]);
+    case OpKind::Permute:
+      return permute(c, *in[0]);
+    case OpKind::Slice:
+      return slice(c, *in[0]);
+    case OpKind::Concat:
+      return concat(c, in);
+    default:
+      c.fail("the interpreter has no layout rule for this op");
   }
 }
 

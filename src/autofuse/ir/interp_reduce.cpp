@@ -121,7 +121,7 @@ Value eval_reduce(const NodeContext& c, const std::vector<const Value*>& in) {
       case OpKind::Argmin: {
         int64_t best = 0;
         for (int64_t r = 1; r < count; ++r) {
-          const bool better = x.is_float() ? better_f(op, xf(r), xf(best))
+          const bool better = x.is_float()           ? better_f(op, xf(r), xf(best))
                               : op == OpKind::Argmax ? xi(r) > xi(best)
                                                      : xi(r) < xi(best);
           if (better) best = r;
@@ -137,7 +137,8 @@ Value eval_reduce(const NodeContext& c, const std::vector<const Value*>& in) {
         out.i[k] = want ? found : !found;
         break;
       }
-      default: c.fail("the interpreter has no reduction rule for this op");
+      default:
+        c.fail("the interpreter has no reduction rule for this op");
     }
   });
   return out;

@@ -52,25 +52,38 @@ int64_t powi(int64_t a, int64_t b) {
 
 int int_bits(DType t) {
   switch (t) {
-    case DType::Bool: return 1;
+    case DType::Bool:
+      return 1;
     case DType::UInt8:
-    case DType::Int8: return 8;
-    case DType::Int16: return 16;
-    case DType::Int32: return 32;
-    case DType::Int64: return 64;
-    default: throw std::logic_error("int_bits: " + std::string(dtype_name(t)) + " is not an integer dtype");
+    case DType::Int8:
+      return 8;
+    case DType::Int16:
+      return 16;
+    case DType::Int32:
+      return 32;
+    case DType::Int64:
+      return 64;
+    default:
+      throw std::logic_error("int_bits: " + std::string(dtype_name(t)) + " is not an integer dtype");
   }
 }
 
 int64_t wrap_int(int64_t v, DType t) {
   switch (t) {
-    case DType::Bool: return v != 0;
-    case DType::UInt8: return static_cast<uint8_t>(v);
-    case DType::Int8: return static_cast<int8_t>(v);
-    case DType::Int16: return static_cast<int16_t>(v);
-    case DType::Int32: return static_cast<int32_t>(v);
-    case DType::Int64: return v;
-    default: throw std::logic_error("wrap_int: " + std::string(dtype_name(t)) + " is not an integer dtype");
+    case DType::Bool:
+      return v != 0;
+    case DType::UInt8:
+      return static_cast<uint8_t>(v);
+    case DType::Int8:
+      return static_cast<int8_t>(v);
+    case DType::Int16:
+      return static_cast<int16_t>(v);
+    case DType::Int32:
+      return static_cast<int32_t>(v);
+    case DType::Int64:
+      return v;
+    default:
+      throw std::logic_error("wrap_int: " + std::string(dtype_name(t)) + " is not an integer dtype");
   }
 }
 
@@ -96,66 +109,107 @@ int64_t cast_float_to_int(double v, DType to) {
 
 double unary_float(OpKind op, double x) {
   switch (op) {
-    case OpKind::Exp: return std::exp(x);
-    case OpKind::Exp2: return std::exp2(x);
-    case OpKind::Expm1: return std::expm1(x);
-    case OpKind::Log: return std::log(x);
-    case OpKind::Log2: return std::log2(x);
-    case OpKind::Log10: return std::log10(x);
-    case OpKind::Log1p: return std::log1p(x);
-    case OpKind::Sqrt: return std::sqrt(x);
-    case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
-    case OpKind::Reciprocal: return 1.0 / x;
-    case OpKind::Sin: return std::sin(x);
-    case OpKind::Cos: return std::cos(x);
-    case OpKind::Tan: return std::tan(x);
-    case OpKind::Tanh: return std::tanh(x);
-    case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case OpKind::Erf: return std::erf(x);
-    case OpKind::Abs: return std::fabs(x);
-    case OpKind::Neg: return -x;
-    case OpKind::Relu: return std::isnan(x) ? x : (x > 0 ? x : 0.0);
-    case OpKind::Floor: return std::floor(x);
-    case OpKind::Ceil: return std::ceil(x);
-    case OpKind::Round: return std::nearbyint(x);  // default rounding mode: half to even
-    case OpKind::Trunc: return std::trunc(x);
-    case OpKind::Sign: return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);  // NaN -> 0, like eager
-    default: unsupported(op, "unary floating-point op");
+    case OpKind::Exp:
+      return std::exp(x);
+    case OpKind::Exp2:
+      return std::exp2(x);
+    case OpKind::Expm1:
+      return std::expm1(x);
+    case OpKind::Log:
+      return std::log(x);
+    case OpKind::Log2:
+      return std::log2(x);
+    case OpKind::Log10:
+      return std::log10(x);
+    case OpKind::Log1p:
+      return std::log1p(x);
+    case OpKind::Sqrt:
+      return std::sqrt(x);
+    case OpKind::Rsqrt:
+      return 1.0 / std::sqrt(x);
+    case OpKind::Reciprocal:
+      return 1.0 / x;
+    case OpKind::Sin:
+      return std::sin(x);
+    case OpKind::Cos:
+      return std::cos(x);
+    case OpKind::Tan:
+      return std::tan(x);
+    case OpKind::Tanh:
+      return std::tanh(x);
+    case OpKind::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case OpKind::Erf:
+      return std::erf(x);
+    case OpKind::Abs:
+      return std::fabs(x);
+    case OpKind::Neg:
+      return -x;
+    case OpKind::Relu:
+      return std::isnan(x) ? x : (x > 0 ? x : 0.0);
+    case OpKind::Floor:
+      return std::floor(x);
+    case OpKind::Ceil:
+      return std::ceil(x);
+    case OpKind::Round:
+      return std::nearbyint(x);  // default rounding mode: half to even
+    case OpKind::Trunc:
+      return std::trunc(x);
+    case OpKind::Sign:
+      return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);  // NaN -> 0, like eager
+    default:
+      unsupported(op, "unary floating-point op");
   }
 }
 
 int64_t unary_int(OpKind op, int64_t x, DType t) {
   switch (op) {
-    case OpKind::Abs: return x < 0 ? s(0 - u(x)) : x;
-    case OpKind::Neg: return s(0 - u(x));
-    case OpKind::Relu: return x > 0 ? x : 0;
+    case OpKind::Abs:
+      return x < 0 ? s(0 - u(x)) : x;
+    case OpKind::Neg:
+      return s(0 - u(x));
+    case OpKind::Relu:
+      return x > 0 ? x : 0;
     case OpKind::Floor:
     case OpKind::Ceil:
     case OpKind::Round:
-    case OpKind::Trunc: return x;
-    case OpKind::Sign: return (x > 0) - (x < 0);
-    case OpKind::BitwiseNot: return t == DType::Bool ? !x : ~x;
-    default: unsupported(op, "unary integer op");
+    case OpKind::Trunc:
+      return x;
+    case OpKind::Sign:
+      return (x > 0) - (x < 0);
+    case OpKind::BitwiseNot:
+      return t == DType::Bool ? !x : ~x;
+    default:
+      unsupported(op, "unary integer op");
   }
 }
 
 bool predicate_float(OpKind op, double x) {
   switch (op) {
-    case OpKind::IsNan: return std::isnan(x);
-    case OpKind::IsInf: return std::isinf(x);
-    case OpKind::IsFinite: return std::isfinite(x);
-    case OpKind::LogicalNot: return x == 0.0;
-    default: unsupported(op, "predicate");
+    case OpKind::IsNan:
+      return std::isnan(x);
+    case OpKind::IsInf:
+      return std::isinf(x);
+    case OpKind::IsFinite:
+      return std::isfinite(x);
+    case OpKind::LogicalNot:
+      return x == 0.0;
+    default:
+      unsupported(op, "predicate");
   }
 }
 
 bool predicate_int(OpKind op, int64_t x) {
   switch (op) {
     case OpKind::IsNan:
-    case OpKind::IsInf: return false;
-    case OpKind::IsFinite: return true;
-    case OpKind::LogicalNot: return x == 0;
-    default: unsupported(op, "predicate");
+    case OpKind::IsInf:
+      return false;
+    case OpKind::IsFinite:
+      return true;
+    case OpKind::LogicalNot:
+      return x == 0;
+    default:
+      unsupported(op, "predicate");
   }
 }
 
@@ -175,10 +229,14 @@ double minimum_f(double a, double b) {
 
 double binary_float(OpKind op, double a, double b, DType t) {
   switch (op) {
-    case OpKind::Add: return a + b;
-    case OpKind::Sub: return a - b;
-    case OpKind::Mul: return a * b;
-    case OpKind::Div: return a / b;
+    case OpKind::Add:
+      return a + b;
+    case OpKind::Sub:
+      return a - b;
+    case OpKind::Mul:
+      return a * b;
+    case OpKind::Div:
+      return a / b;
     case OpKind::FloorDiv:
       if (t == DType::Float64) return floordiv_floating<double>(a, b);
       return floordiv_floating<float>(static_cast<float>(a), static_cast<float>(b));
@@ -187,24 +245,35 @@ double binary_float(OpKind op, double a, double b, DType t) {
       if (mod != 0 && (b < 0) != (mod < 0)) mod += b;
       return mod;
     }
-    case OpKind::Fmod: return std::fmod(a, b);
-    case OpKind::Pow: return std::pow(a, b);
-    case OpKind::Maximum: return maximum_f(a, b);
-    case OpKind::Minimum: return minimum_f(a, b);
+    case OpKind::Fmod:
+      return std::fmod(a, b);
+    case OpKind::Pow:
+      return std::pow(a, b);
+    case OpKind::Maximum:
+      return maximum_f(a, b);
+    case OpKind::Minimum:
+      return minimum_f(a, b);
     // fmax/fmin keep the first operand on ties (fmax(-0.0, +0.0) is -0.0 in eager), unlike maximum/minimum.
-    case OpKind::Fmax: return std::isnan(a) ? b : std::isnan(b) ? a : (b > a ? b : a);
-    case OpKind::Fmin: return std::isnan(a) ? b : std::isnan(b) ? a : (b < a ? b : a);
-    case OpKind::Atan2: return std::atan2(a, b);
-    default: unsupported(op, "binary floating-point op");
+    case OpKind::Fmax:
+      return std::isnan(a) ? b : std::isnan(b) ? a : (b > a ? b : a);
+    case OpKind::Fmin:
+      return std::isnan(a) ? b : std::isnan(b) ? a : (b < a ? b : a);
+    case OpKind::Atan2:
+      return std::atan2(a, b);
+    default:
+      unsupported(op, "binary floating-point op");
   }
 }
 
 int64_t binary_int(OpKind op, int64_t a, int64_t b, DType t) {
   const int bits = int_bits(t);
   switch (op) {
-    case OpKind::Add: return s(u(a) + u(b));
-    case OpKind::Sub: return s(u(a) - u(b));
-    case OpKind::Mul: return s(u(a) * u(b));
+    case OpKind::Add:
+      return s(u(a) + u(b));
+    case OpKind::Sub:
+      return s(u(a) - u(b));
+    case OpKind::Mul:
+      return s(u(a) * u(b));
     case OpKind::FloorDiv: {
       if (b == 0) throw IntegerDivisionByZero();
       if (b == -1) return s(0 - u(a));
@@ -220,14 +289,20 @@ int64_t binary_int(OpKind op, int64_t a, int64_t b, DType t) {
     case OpKind::Fmod:
       if (b == 0) throw IntegerDivisionByZero();
       return b == -1 ? 0 : a % b;
-    case OpKind::Pow: return powi(a, b);
+    case OpKind::Pow:
+      return powi(a, b);
     case OpKind::Maximum:
-    case OpKind::Fmax: return a > b ? a : b;
+    case OpKind::Fmax:
+      return a > b ? a : b;
     case OpKind::Minimum:
-    case OpKind::Fmin: return a < b ? a : b;
-    case OpKind::BitwiseAnd: return a & b;
-    case OpKind::BitwiseOr: return a | b;
-    case OpKind::BitwiseXor: return a ^ b;
+    case OpKind::Fmin:
+      return a < b ? a : b;
+    case OpKind::BitwiseAnd:
+      return a & b;
+    case OpKind::BitwiseOr:
+      return a | b;
+    case OpKind::BitwiseXor:
+      return a ^ b;
     case OpKind::Shl:
       if (b < 0 || b >= bits) return 0;
       return s(u(a) << b);
@@ -236,7 +311,8 @@ int64_t binary_int(OpKind op, int64_t a, int64_t b, DType t) {
       // the dtype's shift. Counts outside [0, bits) give the sign fill (eager shifts by bits - 1, or by 8 for u8).
       if (b < 0 || b >= bits) return t == DType::UInt8 ? 0 : (a < 0 ? -1 : 0);
       return a >> b;
-    default: unsupported(op, "binary integer op");
+    default:
+      unsupported(op, "binary integer op");
   }
 }
 
@@ -245,16 +321,26 @@ namespace {
 template <class T>
 bool compare_values(OpKind op, T a, T b) {
   switch (op) {
-    case OpKind::Eq: return a == b;
-    case OpKind::Ne: return a != b;
-    case OpKind::Lt: return a < b;
-    case OpKind::Le: return a <= b;
-    case OpKind::Gt: return a > b;
-    case OpKind::Ge: return a >= b;
-    case OpKind::LogicalAnd: return a != 0 && b != 0;
-    case OpKind::LogicalOr: return a != 0 || b != 0;
-    case OpKind::LogicalXor: return (a != 0) != (b != 0);
-    default: unsupported(op, "comparison");
+    case OpKind::Eq:
+      return a == b;
+    case OpKind::Ne:
+      return a != b;
+    case OpKind::Lt:
+      return a < b;
+    case OpKind::Le:
+      return a <= b;
+    case OpKind::Gt:
+      return a > b;
+    case OpKind::Ge:
+      return a >= b;
+    case OpKind::LogicalAnd:
+      return a != 0 && b != 0;
+    case OpKind::LogicalOr:
+      return a != 0 || b != 0;
+    case OpKind::LogicalXor:
+      return (a != 0) != (b != 0);
+    default:
+      unsupported(op, "comparison");
   }
 }
 }  // namespace

@@ -14,8 +14,8 @@ namespace autofuse::interp {
 
 /// A node's value: a contiguous row-major tensor held in the interpreter's wide types. Floating dtypes keep float64
 /// values in `f` (already rounded to the dtype; f16/bf16 values computed under PrecisionPolicy::Float32Inside are
-/// rounded to float32 only, and to their dtype when written out), integer and bool dtypes keep int64 values in `i` (already wrapped to
-/// the dtype; bool as 0/1). Exactly one of the two vectors is used.
+/// rounded to float32 only, and to their dtype when written out), integer and bool dtypes keep int64 values in `i`
+/// (already wrapped to the dtype; bool as 0/1). Exactly one of the two vectors is used.
 struct Value {
   DType dtype = DType::Float32;
   std::vector<int64_t> sizes;

@@ -106,16 +106,36 @@ Value read_tensor(const HostTensor& t) {
   Value v = Value::zeros(t.dtype, t.sizes);
   auto same = [](auto x) { return x; };
   switch (t.dtype) {
-    case DType::Bool: read_as<uint8_t>(t, v.i, [](uint8_t x) { return int64_t{x != 0}; }); break;
-    case DType::UInt8: read_as<uint8_t>(t, v.i, same); break;
-    case DType::Int8: read_as<int8_t>(t, v.i, same); break;
-    case DType::Int16: read_as<int16_t>(t, v.i, same); break;
-    case DType::Int32: read_as<int32_t>(t, v.i, same); break;
-    case DType::Int64: read_as<int64_t>(t, v.i, same); break;
-    case DType::Float16: read_as<uint16_t>(t, v.f, half_bits_to_float); break;
-    case DType::BFloat16: read_as<uint16_t>(t, v.f, bf16_bits_to_float); break;
-    case DType::Float32: read_as<float>(t, v.f, same); break;
-    case DType::Float64: read_as<double>(t, v.f, same); break;
+    case DType::Bool:
+      read_as<uint8_t>(t, v.i, [](uint8_t x) { return int64_t{x != 0}; });
+      break;
+    case DType::UInt8:
+      read_as<uint8_t>(t, v.i, same);
+      break;
+    case DType::Int8:
+      read_as<int8_t>(t, v.i, same);
+      break;
+    case DType::Int16:
+      read_as<int16_t>(t, v.i, same);
+      break;
+    case DType::Int32:
+      read_as<int32_t>(t, v.i, same);
+      break;
+    case DType::Int64:
+      read_as<int64_t>(t, v.i, same);
+      break;
+    case DType::Float16:
+      read_as<uint16_t>(t, v.f, half_bits_to_float);
+      break;
+    case DType::BFloat16:
+      read_as<uint16_t>(t, v.f, bf16_bits_to_float);
+      break;
+    case DType::Float32:
+      read_as<float>(t, v.f, same);
+      break;
+    case DType::Float64:
+      read_as<double>(t, v.f, same);
+      break;
   }
   return v;
 }
@@ -124,20 +144,36 @@ Value read_tensor(const HostTensor& t) {
 void write_tensor(const Value& v, const HostTensor& t) {
   auto narrow = [](auto x) { return x; };
   switch (t.dtype) {
-    case DType::Bool: write_as<uint8_t>(v.i, t, [](int64_t x) { return static_cast<uint8_t>(x != 0); }); break;
-    case DType::UInt8: write_as<uint8_t>(v.i, t, [](int64_t x) { return static_cast<uint8_t>(x); }); break;
-    case DType::Int8: write_as<int8_t>(v.i, t, [](int64_t x) { return static_cast<int8_t>(x); }); break;
-    case DType::Int16: write_as<int16_t>(v.i, t, [](int64_t x) { return static_cast<int16_t>(x); }); break;
-    case DType::Int32: write_as<int32_t>(v.i, t, [](int64_t x) { return static_cast<int32_t>(x); }); break;
-    case DType::Int64: write_as<int64_t>(v.i, t, narrow); break;
+    case DType::Bool:
+      write_as<uint8_t>(v.i, t, [](int64_t x) { return static_cast<uint8_t>(x != 0); });
+      break;
+    case DType::UInt8:
+      write_as<uint8_t>(v.i, t, [](int64_t x) { return static_cast<uint8_t>(x); });
+      break;
+    case DType::Int8:
+      write_as<int8_t>(v.i, t, [](int64_t x) { return static_cast<int8_t>(x); });
+      break;
+    case DType::Int16:
+      write_as<int16_t>(v.i, t, [](int64_t x) { return static_cast<int16_t>(x); });
+      break;
+    case DType::Int32:
+      write_as<int32_t>(v.i, t, [](int64_t x) { return static_cast<int32_t>(x); });
+      break;
+    case DType::Int64:
+      write_as<int64_t>(v.i, t, narrow);
+      break;
     case DType::Float16:
       write_as<uint16_t>(v.f, t, [](double x) { return float_to_half_bits(static_cast<float>(x)); });
       break;
     case DType::BFloat16:
       write_as<uint16_t>(v.f, t, [](double x) { return float_to_bf16_bits(static_cast<float>(x)); });
       break;
-    case DType::Float32: write_as<float>(v.f, t, [](double x) { return static_cast<float>(x); }); break;
-    case DType::Float64: write_as<double>(v.f, t, narrow); break;
+    case DType::Float32:
+      write_as<float>(v.f, t, [](double x) { return static_cast<float>(x); });
+      break;
+    case DType::Float64:
+      write_as<double>(v.f, t, narrow);
+      break;
   }
 }
 
@@ -233,8 +269,7 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs) {
       if (want != inputs[k].sizes[d])
         throw IRError(input_label(n) + ": dim " + std::to_string(d) + " has size " +
                       std::to_string(inputs[k].sizes[d]) + ", expected " +
-                      (n.shape[d].is_const() ? std::string() : n.shape[d].str() + " = ") +
-                      std::to_string(want));
+                      (n.shape[d].is_const() ? std::string() : n.shape[d].str() + " = ") + std::to_string(want));
     }
   }
   return b;
@@ -270,10 +305,16 @@ std::vector<Value> run(const Graph& g, const std::vector<HostTensor>& inputs, co
     for (ValueId v : node.inputs) in.push_back(&vals[v]);
     switch (node.info().category) {
       case OpCategory::Source:
-      case OpCategory::Elementwise: vals[id] = interp::eval_elementwise(c, in); break;
+      case OpCategory::Elementwise:
+        vals[id] = interp::eval_elementwise(c, in);
+        break;
       case OpCategory::Broadcast:
-      case OpCategory::Layout: vals[id] = interp::eval_layout(c, in); break;
-      case OpCategory::Reduce: vals[id] = interp::eval_reduce(c, in); break;
+      case OpCategory::Layout:
+        vals[id] = interp::eval_layout(c, in);
+        break;
+      case OpCategory::Reduce:
+        vals[id] = interp::eval_reduce(c, in);
+        break;
       case OpCategory::Extern:
         c.fail("extern call '" + attr_str(node.attrs, "name") + "' cannot be run by the reference interpreter");
     }
@@ -313,9 +354,8 @@ void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const
   for (size_t k = 0; k < outputs.size(); ++k) {
     const Node& n = g.node(g.outputs()[k]);
     if (outputs[k].dtype != n.dtype || outputs[k].sizes != sizes[k] || outputs[k].strides.size() != sizes[k].size())
-      throw IRError("output " + std::to_string(k) + " (%" + n.name + "): expected " +
-                    std::string(dtype_name(n.dtype)) + sizes_str(sizes[k]) +
-                    ", got " + outputs[k].describe());
+      throw IRError("output " + std::to_string(k) + " (%" + n.name + "): expected " + std::string(dtype_name(n.dtype)) +
+                    sizes_str(sizes[k]) + ", got " + outputs[k].describe());
   }
   std::vector<Value> vals = run(g, inputs, b, options.precision);
   for (size_t k = 0; k < outputs.size(); ++k) write_tensor(vals[k], outputs[k]);

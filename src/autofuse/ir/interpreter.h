@@ -6,9 +6,10 @@
 // nodes the rounding follows the precision policy (ir/precision.h): under EmulateCasts the interpreter rounds
 // f64 -> f32 -> f16/bf16 after every node (eager's value whenever the f32 result is correctly rounded); under the
 // default Float32Inside it rounds f16/bf16 nodes to f32 only, as one kernel computing the whole graph does, and rounds
-// to f16/bf16 at the graph's outputs, at explicit casts and at source nodes. Where eager's own result depends on how it is computed
-// (see interp_scalar.h: the sign of a zero from maximum/minimum, reductions in another summation order, SLEEF's
-// transcendental functions), the interpreter gives the mathematically best answer and the tests allow that freedom.
+// to f16/bf16 at the graph's outputs, at explicit casts and at source nodes. Where eager's own result depends on how it
+// is computed (see interp_scalar.h: the sign of a zero from maximum/minimum, reductions in another summation order,
+// SLEEF's transcendental functions), the interpreter gives the mathematically best answer and the tests allow that
+// freedom.
 //
 // Errors are IRError. Run-time errors name the node in the form `%v = op(%a, %b): what went wrong`, e.g. an integer
 // division by zero (eager raises ZeroDivisionError), amax/amin/argmax/argmin over zero elements (eager raises), a

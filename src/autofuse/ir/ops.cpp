@@ -27,15 +27,24 @@ std::vector<AttrSpec> parse_schema(std::string_view s) {
     std::string_view kind = item.substr(colon + 1);
     spec.optional = !kind.empty() && kind.back() == '?';
     if (spec.optional) kind.remove_suffix(1);
-    if (kind == "int") spec.kind = AttrKind::Int;
-    else if (kind == "float") spec.kind = AttrKind::Float;
-    else if (kind == "bool") spec.kind = AttrKind::Bool;
-    else if (kind == "scalar") spec.kind = AttrKind::Scalar;
-    else if (kind == "dtype") spec.kind = AttrKind::DTypeK;
-    else if (kind == "ints") spec.kind = AttrKind::Ints;
-    else if (kind == "shape") spec.kind = AttrKind::ShapeK;
-    else if (kind == "expr") spec.kind = AttrKind::ExprK;
-    else spec.kind = AttrKind::Str;
+    if (kind == "int")
+      spec.kind = AttrKind::Int;
+    else if (kind == "float")
+      spec.kind = AttrKind::Float;
+    else if (kind == "bool")
+      spec.kind = AttrKind::Bool;
+    else if (kind == "scalar")
+      spec.kind = AttrKind::Scalar;
+    else if (kind == "dtype")
+      spec.kind = AttrKind::DTypeK;
+    else if (kind == "ints")
+      spec.kind = AttrKind::Ints;
+    else if (kind == "shape")
+      spec.kind = AttrKind::ShapeK;
+    else if (kind == "expr")
+      spec.kind = AttrKind::ExprK;
+    else
+      spec.kind = AttrKind::Str;
     out.push_back(spec);
     pos = end + 1;
   }
@@ -51,9 +60,7 @@ std::vector<OpInfo> build_table() {
   return t;
 }
 
-[[noreturn]] void fail(const OpInfo& op, const std::string& msg) {
-  throw IRError(std::string(op.name) + ": " + msg);
-}
+[[noreturn]] void fail(const OpInfo& op, const std::string& msg) { throw IRError(std::string(op.name) + ": " + msg); }
 
 template <class T>
 const T& get_attr(const Attrs& a, const std::string& name, const char* kind) {
@@ -66,30 +73,48 @@ const T& get_attr(const Attrs& a, const std::string& name, const char* kind) {
 
 bool attr_matches(AttrKind k, const AttrValue& v) {
   switch (k) {
-    case AttrKind::Int: return std::holds_alternative<int64_t>(v);
-    case AttrKind::Float: return std::holds_alternative<double>(v);
-    case AttrKind::Bool: return std::holds_alternative<bool>(v);
-    case AttrKind::Scalar: return std::holds_alternative<Scalar>(v);
-    case AttrKind::DTypeK: return std::holds_alternative<DType>(v);
-    case AttrKind::Ints: return std::holds_alternative<std::vector<int64_t>>(v);
-    case AttrKind::ShapeK: return std::holds_alternative<std::vector<Expr>>(v);
-    case AttrKind::ExprK: return std::holds_alternative<Expr>(v);
-    case AttrKind::Str: return std::holds_alternative<std::string>(v);
+    case AttrKind::Int:
+      return std::holds_alternative<int64_t>(v);
+    case AttrKind::Float:
+      return std::holds_alternative<double>(v);
+    case AttrKind::Bool:
+      return std::holds_alternative<bool>(v);
+    case AttrKind::Scalar:
+      return std::holds_alternative<Scalar>(v);
+    case AttrKind::DTypeK:
+      return std::holds_alternative<DType>(v);
+    case AttrKind::Ints:
+      return std::holds_alternative<std::vector<int64_t>>(v);
+    case AttrKind::ShapeK:
+      return std::holds_alternative<std::vector<Expr>>(v);
+    case AttrKind::ExprK:
+      return std::holds_alternative<Expr>(v);
+    case AttrKind::Str:
+      return std::holds_alternative<std::string>(v);
   }
   return false;
 }
 
 const char* attr_kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::Int: return "int";
-    case AttrKind::Float: return "float";
-    case AttrKind::Bool: return "bool";
-    case AttrKind::Scalar: return "scalar";
-    case AttrKind::DTypeK: return "dtype";
-    case AttrKind::Ints: return "ints";
-    case AttrKind::ShapeK: return "shape";
-    case AttrKind::ExprK: return "expr";
-    case AttrKind::Str: return "str";
+    case AttrKind::Int:
+      return "int";
+    case AttrKind::Float:
+      return "float";
+    case AttrKind::Bool:
+      return "bool";
+    case AttrKind::Scalar:
+      return "scalar";
+    case AttrKind::DTypeK:
+      return "dtype";
+    case AttrKind::Ints:
+      return "ints";
+    case AttrKind::ShapeK:
+      return "shape";
+    case AttrKind::ExprK:
+      return "expr";
+    case AttrKind::Str:
+      return "str";
   }
   return "?";
 }
@@ -111,12 +136,18 @@ std::optional<OpKind> op_by_name(std::string_view name) {
 
 std::string_view category_name(OpCategory c) {
   switch (c) {
-    case OpCategory::Source: return "source";
-    case OpCategory::Elementwise: return "elementwise";
-    case OpCategory::Broadcast: return "broadcast";
-    case OpCategory::Reduce: return "reduce";
-    case OpCategory::Layout: return "layout";
-    case OpCategory::Extern: return "extern";
+    case OpCategory::Source:
+      return "source";
+    case OpCategory::Elementwise:
+      return "elementwise";
+    case OpCategory::Broadcast:
+      return "broadcast";
+    case OpCategory::Reduce:
+      return "reduce";
+    case OpCategory::Layout:
+      return "layout";
+    case OpCategory::Extern:
+      return "extern";
   }
   return "?";
 }
@@ -164,9 +195,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     Expr x = ha ? a[a.size() - 1 - i] : Expr(1);
     Expr y = hb ? b[b.size() - 1 - i] : Expr(1);
     Expr r;
-    if (x == y) r = x;
-    else if (x.as_const() == 1) r = y;
-    else if (y.as_const() == 1) r = x;
+    if (x == y)
+      r = x;
+    else if (x.as_const() == 1)
+      r = y;
+    else if (y.as_const() == 1)
+      r = x;
     else
       throw IRError("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast: size " + x.str() +
                     " against " + y.str() + " at dim " + std::to_string(static_cast<int64_t>(n - 1 - i)));
@@ -180,9 +214,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
   const int n = static_cast<int>(in.size());
   if (n < op.min_inputs || (op.max_inputs >= 0 && n > op.max_inputs)) {
     std::string want = op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
-                       : op.max_inputs < 0        ? "at least " + std::to_string(op.min_inputs)
-                                                  : std::to_string(op.min_inputs) + " to " +
-                                                 std::to_string(op.max_inputs);
+                       : op.max_inputs < 0            ? "at least " + std::to_string(op.min_inputs)
+                                           : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
     fail(op, "takes " + want + " inputs, got " + std::to_string(n));
   }
   for (const auto& spec : op.attrs) {
@@ -204,8 +237,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
   auto same_dtype = [&](int from) {
     for (int i = from + 1; i < n; ++i)
       if (in[i].dtype != in[from].dtype)
-        fail(op, "input " + std::to_string(i) + " has dtype " + std::string(dtype_name(in[i].dtype)) +
-                     ", expected " + std::string(dtype_name(in[from].dtype)) + " like input " + std::to_string(from));
+        fail(op, "input " + std::to_string(i) + " has dtype " + std::string(dtype_name(in[i].dtype)) + ", expected " +
+                     std::string(dtype_name(in[from].dtype)) + " like input " + std::to_string(from));
   };
   DType dt = DType::Float32;
   switch (op.dtype_rule) {
@@ -221,8 +254,7 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
     case DTypeRule::ReduceAccum:
       same_dtype(0);
       dt = in[0].dtype;
-      if (op.dtype_rule == DTypeRule::SameNumeric && dt == DType::Bool)
-        fail(op, "does not accept bool inputs");
+      if (op.dtype_rule == DTypeRule::SameNumeric && dt == DType::Bool) fail(op, "does not accept bool inputs");
       if (op.dtype_rule == DTypeRule::SameFloat && !is_float(dt))
         fail(op, "expects floating-point inputs, got " + std::string(dtype_name(dt)));
       if (op.dtype_rule == DTypeRule::SameIntegral && is_float(dt))
@@ -343,8 +375,10 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
       bool keep = attr_bool(attrs, "keepdim");
       for (size_t i = 0; i < in[0].shape.size(); ++i) {
         bool red = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i));
-        if (!red) shape.push_back(in[0].shape[i]);
-        else if (keep) shape.push_back(Expr(1));
+        if (!red)
+          shape.push_back(in[0].shape[i]);
+        else if (keep)
+          shape.push_back(Expr(1));
       }
       if ((k == OpKind::Argmax || k == OpKind::Argmin) && attr_ints(attrs, "axes").size() > 1)
         fail(op, "reduces over exactly one axis (or all, with axes=[]), got " + std::to_string(axes.size()));

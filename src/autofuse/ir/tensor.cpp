@@ -78,16 +78,26 @@ void store(void* p, T v) {
 double HostTensor::get_double(const std::vector<int64_t>& index) const {
   const char* p = static_cast<const char*>(data) + offset_bytes(index);
   switch (dtype) {
-    case DType::Bool: return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
-    case DType::UInt8: return load<uint8_t>(p);
-    case DType::Int8: return load<int8_t>(p);
-    case DType::Int16: return load<int16_t>(p);
-    case DType::Int32: return load<int32_t>(p);
-    case DType::Int64: return static_cast<double>(load<int64_t>(p));
-    case DType::Float16: return half_bits_to_float(load<uint16_t>(p));
-    case DType::BFloat16: return bf16_bits_to_float(load<uint16_t>(p));
-    case DType::Float32: return load<float>(p);
-    case DType::Float64: return load<double>(p);
+    case DType::Bool:
+      return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
+    case DType::UInt8:
+      return load<uint8_t>(p);
+    case DType::Int8:
+      return load<int8_t>(p);
+    case DType::Int16:
+      return load<int16_t>(p);
+    case DType::Int32:
+      return load<int32_t>(p);
+    case DType::Int64:
+      return static_cast<double>(load<int64_t>(p));
+    case DType::Float16:
+      return half_bits_to_float(load<uint16_t>(p));
+    case DType::BFloat16:
+      return bf16_bits_to_float(load<uint16_t>(p));
+    case DType::Float32:
+      return load<float>(p);
+    case DType::Float64:
+      return load<double>(p);
   }
   return 0;
 }
@@ -95,24 +105,41 @@ double HostTensor::get_double(const std::vector<int64_t>& index) const {
 int64_t HostTensor::get_int(const std::vector<int64_t>& index) const {
   const char* p = static_cast<const char*>(data) + offset_bytes(index);
   switch (dtype) {
-    case DType::Bool: return load<uint8_t>(p) != 0;
-    case DType::UInt8: return load<uint8_t>(p);
-    case DType::Int8: return load<int8_t>(p);
-    case DType::Int16: return load<int16_t>(p);
-    case DType::Int32: return load<int32_t>(p);
-    case DType::Int64: return load<int64_t>(p);
-    default: return static_cast<int64_t>(get_double(index));
+    case DType::Bool:
+      return load<uint8_t>(p) != 0;
+    case DType::UInt8:
+      return load<uint8_t>(p);
+    case DType::Int8:
+      return load<int8_t>(p);
+    case DType::Int16:
+      return load<int16_t>(p);
+    case DType::Int32:
+      return load<int32_t>(p);
+    case DType::Int64:
+      return load<int64_t>(p);
+    default:
+      return static_cast<int64_t>(get_double(index));
   }
 }
 
 void HostTensor::set_double(const std::vector<int64_t>& index, double v) {
   char* p = static_cast<char*>(data) + offset_bytes(index);
   switch (dtype) {
-    case DType::Bool: store<uint8_t>(p, v != 0.0); break;
-    case DType::Float16: store<uint16_t>(p, float_to_half_bits(static_cast<float>(v))); break;
-    case DType::BFloat16: store<uint16_t>(p, float_to_bf16_bits(static_cast<float>(v))); break;
-    case DType::Float32: store<float>(p, static_cast<float>(v)); break;
-    case DType::Float64: store<double>(p, v); break;
+    case DType::Bool:
+      store<uint8_t>(p, v != 0.0);
+      break;
+    case DType::Float16:
+      store<uint16_t>(p, float_to_half_bits(static_cast<float>(v)));
+      break;
+    case DType::BFloat16:
+      store<uint16_t>(p, float_to_bf16_bits(static_cast<float>(v)));
+      break;
+    case DType::Float32:
+      store<float>(p, static_cast<float>(v));
+      break;
+    case DType::Float64:
+      store<double>(p, v);
+      break;
     default: {
       // Float to integer: truncate toward zero, then wrap (matches eager on in-range values; out-of-range is UB in
       // eager and here wraps deterministically).
@@ -125,13 +152,26 @@ void HostTensor::set_double(const std::vector<int64_t>& index, double v) {
 void HostTensor::set_int(const std::vector<int64_t>& index, int64_t v) {
   char* p = static_cast<char*>(data) + offset_bytes(index);
   switch (dtype) {
-    case DType::Bool: store<uint8_t>(p, v != 0); break;
-    case DType::UInt8: store<uint8_t>(p, static_cast<uint8_t>(v)); break;
-    case DType::Int8: store<int8_t>(p, static_cast<int8_t>(v)); break;
-    case DType::Int16: store<int16_t>(p, static_cast<int16_t>(v)); break;
-    case DType::Int32: store<int32_t>(p, static_cast<int32_t>(v)); break;
-    case DType::Int64: store<int64_t>(p, v); break;
-    default: set_double(index, static_cast<double>(v));
+    case DType::Bool:
+      store<uint8_t>(p, v != 0);
+      break;
+    case DType::UInt8:
+      store<uint8_t>(p, static_cast<uint8_t>(v));
+      break;
+    case DType::Int8:
+      store<int8_t>(p, static_cast<int8_t>(v));
+      break;
+    case DType::Int16:
+      store<int16_t>(p, static_cast<int16_t>(v));
+      break;
+    case DType::Int32:
+      store<int32_t>(p, static_cast<int32_t>(v));
+      break;
+    case DType::Int64:
+      store<int64_t>(p, v);
+      break;
+    default:
+      set_double(index, static_cast<double>(v));
   }
 }
 
@@ -148,7 +188,7 @@ uint16_t float_to_half_bits(float f) {
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow (incl. rounding up) -> inf
   if (x < 0x38800000u) {
     // Subnormal or zero in half: value = x_float; half subnormal unit is 2^-24.
@@ -204,11 +244,16 @@ float bf16_bits_to_float(uint16_t b) {
 
 double round_to_dtype(double v, DType t) {
   switch (t) {
-    case DType::Bool: return v != 0.0 ? 1.0 : 0.0;
-    case DType::Float16: return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
-    case DType::BFloat16: return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
-    case DType::Float32: return static_cast<float>(v);
-    case DType::Float64: return v;
+    case DType::Bool:
+      return v != 0.0 ? 1.0 : 0.0;
+    case DType::Float16:
+      return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
+    case DType::BFloat16:
+      return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
+    case DType::Float32:
+      return static_cast<float>(v);
+    case DType::Float64:
+      return v;
     default: {
       HostTensor tmp = HostTensor::empty(t, {});
       tmp.set_double({}, v);
@@ -217,7 +262,8 @@ double round_to_dtype(double v, DType t) {
   }
 }
 
-void for_each_multi_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& fn) {
+void for_each_multi_index(const std::vector<int64_t>& sizes,
+                          const std::function<void(const std::vector<int64_t>&)>& fn) {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   std::vector<int64_t> idx(sizes.size(), 0);
@@ -232,11 +278,16 @@ void for_each_multi_index(const std::vector<int64_t>& sizes, const std::function
 
 double kernel_tolerance(DType t) {
   switch (t) {
-    case DType::Float16: return 2e-2;
-    case DType::BFloat16: return 6e-2;
-    case DType::Float32: return 2e-4;
-    case DType::Float64: return 1e-9;
-    default: return 0;
+    case DType::Float16:
+      return 2e-2;
+    case DType::BFloat16:
+      return 6e-2;
+    case DType::Float32:
+      return 2e-4;
+    case DType::Float64:
+      return 1e-9;
+    default:
+      return 0;
   }
 }
 

@@ -41,7 +41,8 @@ struct HostTensor {
 
 /// Calls fn(index) for every multi-index of `sizes` in row-major order (the last axis fastest); nothing for 0 elements.
 /// The index vector is reused between calls. For test and tool code: one std::function call per element.
-void for_each_multi_index(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& fn);
+void for_each_multi_index(const std::vector<int64_t>& sizes,
+                          const std::function<void(const std::vector<int64_t>&)>& fn);
 
 /// Relative tolerance for comparing a compiled kernel's float output of dtype t with the reference interpreter: a few
 /// ulps of the format plus the transcendental functions' error (SLEEF u10: 1.0 ulp) compounded over a short chain:

@@ -81,8 +81,9 @@ std::vector<std::string> kernel_compile_flag_list() {
   // -ffp-contract=off: GCC otherwise fuses a*b+c into one FMA (one rounding instead of two), which differs from eager
   // PyTorch and the interpreter by an ulp (found by the kernel fuzzer, seed 777574). -Wno-psabi silences GCC's notes
   // about the ABI of 512-bit vector arguments, which the generated kernels never pass across a library boundary.
-  std::vector<std::string> flags = {"-std=c++20",      "-O3",         "-pipe",             "-shared",   "-fPIC",
-                                    "-fno-math-errno", "-fno-plt",    "-ffp-contract=off", "-Wno-psabi"};
+  std::vector<std::string> flags = {
+      "-std=c++20",        "-O3",       "-pipe", "-shared", "-fPIC", "-fno-math-errno", "-fno-plt",
+      "-ffp-contract=off", "-Wno-psabi"};
   for (auto& f : isa_flags(host_isa())) flags.push_back(f);
   for (auto& f : split_spaces(std::getenv("AUTOFUSE_EXTRA_CXXFLAGS"))) flags.push_back(f);
   return flags;

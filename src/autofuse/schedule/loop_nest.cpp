@@ -20,7 +20,10 @@ std::string axes_str(const std::set<int>& s) {
   std::ostringstream o;
   o << "{";
   bool first = true;
-  for (int a : s) { o << (first ? "" : ", ") << a; first = false; }
+  for (int a : s) {
+    o << (first ? "" : ", ") << a;
+    first = false;
+  }
   o << "}";
   return o.str();
 }
@@ -33,7 +36,10 @@ struct Analysis {
 
 Analysis analyze(const Graph& g) {
   Analysis an;
-  auto fail = [&](std::string msg) { an.error = std::move(msg); return an; };
+  auto fail = [&](std::string msg) {
+    an.error = std::move(msg);
+    return an;
+  };
   const size_t n = g.size();
   if (g.outputs().empty()) return fail("graph " + g.name() + " has no outputs");
 
@@ -44,8 +50,7 @@ Analysis analyze(const Graph& g) {
     if (c == OpCategory::Layout)
       return fail(where(g, static_cast<ValueId>(i)) + ": layout op " + std::string(nd.info().name) +
                   " is not supported inside a kernel (only broadcast_to is)");
-    if (c == OpCategory::Extern)
-      return fail(where(g, static_cast<ValueId>(i)) + ": extern op runs outside kernels");
+    if (c == OpCategory::Extern) return fail(where(g, static_cast<ValueId>(i)) + ": extern op runs outside kernels");
     if (c == OpCategory::Reduce && g.node(nd.inputs[0]).shape.empty())
       return fail(where(g, static_cast<ValueId>(i)) + ": reduction of a 0-d value is not supported in a kernel");
   }
@@ -58,8 +63,9 @@ Analysis analyze(const Graph& g) {
     if (c == OpCategory::Source) continue;
     if (c == OpCategory::Reduce) {
       if (space[nd.inputs[0]] == Space::K)
-        return fail(where(g, static_cast<ValueId>(i)) +
-                    ": reduces a value that is already reduced without keepdim (two reduction levels of different rank)");
+        return fail(
+            where(g, static_cast<ValueId>(i)) +
+            ": reduces a value that is already reduced without keepdim (two reduction levels of different rank)");
       space[i] = attr_bool(nd.attrs, "keepdim") ? Space::D : Space::K;
       continue;
     }
@@ -149,9 +155,8 @@ Analysis analyze(const Graph& g) {
         src = static_cast<ValueId>(i);
         nest.domain[static_cast<size_t>(ax)] = sz;
       } else if (sym_eq(nest.domain[static_cast<size_t>(ax)], sz) == Tri::False) {
-        return fail(where(g, static_cast<ValueId>(i)) + ": size " + sz.str() + " on domain axis " +
-                    std::to_string(ax) + " conflicts with size " + nest.domain[static_cast<size_t>(ax)].str() +
-                    " of " + where(g, src));
+        return fail(where(g, static_cast<ValueId>(i)) + ": size " + sz.str() + " on domain axis " + std::to_string(ax) +
+                    " conflicts with size " + nest.domain[static_cast<size_t>(ax)].str() + " of " + where(g, src));
       }
     }
   }
@@ -174,7 +179,8 @@ Analysis analyze(const Graph& g) {
     }
     vp.stage = st;
     bool along_r = false;
-    for (int a = 0; a < r; ++a) along_r = along_r || (nest.is_reduce[static_cast<size_t>(a)] && vp.varies[static_cast<size_t>(a)]);
+    for (int a = 0; a < r; ++a)
+      along_r = along_r || (nest.is_reduce[static_cast<size_t>(a)] && vp.varies[static_cast<size_t>(a)]);
     vp.kept = rset.has_value() && !along_r;
     nest.num_stages = std::max(nest.num_stages, st);
     if (nd.op == OpKind::Iota) nest.iotas.push_back(static_cast<ValueId>(i));

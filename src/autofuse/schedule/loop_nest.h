@@ -26,12 +26,12 @@ struct ValuePlacement {
 
 /// The loop nest of a kernel graph. Built by build_loop_nest(); immutable afterwards.
 struct LoopNest {
-  int rank = 0;                       ///< r >= 1 (a 0-d kernel gets one axis of size 1)
-  Shape domain;                       ///< D sizes (symbolic), r entries
-  std::vector<bool> is_reduce;        ///< per D axis: in R
-  bool inner_reduction = false;       ///< the innermost axis (the vectorized one) is in R
-  int num_stages = 0;                 ///< S: the highest reduction stage
-  std::vector<ValuePlacement> values; ///< per node of the graph
+  int rank = 0;                        ///< r >= 1 (a 0-d kernel gets one axis of size 1)
+  Shape domain;                        ///< D sizes (symbolic), r entries
+  std::vector<bool> is_reduce;         ///< per D axis: in R
+  bool inner_reduction = false;        ///< the innermost axis (the vectorized one) is in R
+  int num_stages = 0;                  ///< S: the highest reduction stage
+  std::vector<ValuePlacement> values;  ///< per node of the graph
   /// Operand order of the compiled kernel: graph inputs (in Graph::inputs() order), then graph outputs.
   std::vector<ValueId> operands;
   int num_inputs = 0;

@@ -12,11 +12,17 @@ void merge_axes(const LoopNest& nest, LaunchDomain& d) {
     const auto ua = static_cast<size_t>(a), ut = static_cast<size_t>(t);
     bool ok = nest.is_reduce[ua] == nest.is_reduce[ut];
     for (size_t k = 0; ok && k < d.strides.size(); ++k) {
-      if (d.varies[k][ua] != d.varies[k][ut]) { ok = false; break; }
+      if (d.varies[k][ua] != d.varies[k][ut]) {
+        ok = false;
+        break;
+      }
       if (d.sizes[ua] == 1 || d.sizes[ut] == 1) continue;
       if (d.strides[k][ua] != d.strides[k][ut] * d.sizes[ut]) ok = false;
     }
-    if (!ok) { t = a; continue; }
+    if (!ok) {
+      t = a;
+      continue;
+    }
     for (auto& st : d.strides) {
       if (d.sizes[ut] == 1) st[ut] = st[ua];
       st[ua] = 0;
@@ -31,8 +37,10 @@ Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes
   const int v = nest.vec_axis();
   int64_t rsize = 1, kouter = 1;
   for (int a = 0; a < nest.rank; ++a) {
-    if (nest.is_reduce[static_cast<size_t>(a)]) rsize *= sizes[static_cast<size_t>(a)];
-    else if (a != v || nest.inner_reduction) kouter *= sizes[static_cast<size_t>(a)];
+    if (nest.is_reduce[static_cast<size_t>(a)])
+      rsize *= sizes[static_cast<size_t>(a)];
+    else if (a != v || nest.inner_reduction)
+      kouter *= sizes[static_cast<size_t>(a)];
   }
   const int64_t passes = std::max(1, nest.num_stages + 1);
   const int64_t per_elem = std::max<int64_t>(1, rsize) * passes;

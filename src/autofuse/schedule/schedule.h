@@ -26,10 +26,10 @@ void merge_axes(const LoopNest& nest, LaunchDomain& d);
 
 /// How a call is split into rows and parallel tasks.
 struct Schedule {
-  int64_t rows = 0;     ///< iterations of the row loop (0: nothing to do)
-  int64_t vblock = 0;   ///< vector-axis elements per row when that axis is kept (a multiple of the lane count)
-  int64_t blk = 64;     ///< cascade summation block (inner iterations per partial sum)
-  int64_t grain = 1;    ///< rows per parallel task at least
+  int64_t rows = 0;    ///< iterations of the row loop (0: nothing to do)
+  int64_t vblock = 0;  ///< vector-axis elements per row when that axis is kept (a multiple of the lane count)
+  int64_t blk = 64;    ///< cascade summation block (inner iterations per partial sum)
+  int64_t grain = 1;   ///< rows per parallel task at least
 };
 
 /// The default schedule: rows of about 16K element-operations, tasks of about 64K. Sizes are the merged domain.

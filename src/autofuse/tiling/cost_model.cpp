@@ -59,8 +59,10 @@ double row_ns(const WorkShape& w, int64_t active, int64_t total_rows, const Cost
   const double share = total_in / static_cast<double>(std::max<int64_t>(1, active));
   const double first_bw = share <= 0.5 * static_cast<double>(p.l2_bytes) ? p.l2_gbps : dram_per_thread(p, active);
   double reread_bw = dram_per_thread(p, active);
-  if (ws <= 0.5 * static_cast<double>(p.l1_bytes)) reread_bw = p.l1_gbps;
-  else if (ws <= 0.5 * static_cast<double>(p.l2_bytes)) reread_bw = p.l2_gbps;
+  if (ws <= 0.5 * static_cast<double>(p.l1_bytes))
+    reread_bw = p.l1_gbps;
+  else if (ws <= 0.5 * static_cast<double>(p.l2_bytes))
+    reread_bw = p.l2_gbps;
   const double mem = ws / first_bw + (w.passes - 1) * ws / reread_bw + elems * w.out_bytes / dram_per_thread(p, active);
   // Compute: vector iterations (an inner reduction rounds its row up to whole vectors), each costing the pass's
   // operations, plus the per-row horizontal reduction.
@@ -83,7 +85,8 @@ double estimate_rows_ns(const WorkShape& w, int64_t tasks, int64_t rows_per_task
 
 double estimate_split_ns(const WorkShape& w, int64_t splits, int64_t out_elems, double out_elem_bytes,
                          const CostParams& p) {
-  if (splits <= 1) return estimate_rows_ns(w, std::min<int64_t>(w.rows, p.threads), (w.rows + p.threads - 1) / p.threads, p);
+  if (splits <= 1)
+    return estimate_rows_ns(w, std::min<int64_t>(w.rows, p.threads), (w.rows + p.threads - 1) / p.threads, p);
   WorkShape part = w;
   part.row_elems = std::max<int64_t>(1, (w.row_elems + splits - 1) / splits);
   part.reduce_extent = std::max<int64_t>(1, (w.reduce_extent + splits - 1) / splits);

@@ -14,21 +14,21 @@ struct MachineInfo;
 
 /// Machine figures the cost model uses. Bandwidths in bytes per nanosecond (= GB/s).
 struct CostParams {
-  int threads = 1;                ///< threads parallel_for uses (get_num_threads())
-  int lanes = 16;                 ///< f32 vector lanes of the generated code
-  int64_t l1_bytes = 32 << 10;    ///< L1d of one core
-  int64_t l2_bytes = 1 << 20;     ///< L2 of one core
-  int64_t l3_bytes = 16 << 20;    ///< last level, total
-  double l1_gbps = 100;           ///< one core reading from L1
-  double l2_gbps = 50;            ///< one core reading from L2
-  double dram_gbps = 10;          ///< all probe threads reading from DRAM
-  int dram_threads = 1;           ///< threads the DRAM figure was measured with
+  int threads = 1;              ///< threads parallel_for uses (get_num_threads())
+  int lanes = 16;               ///< f32 vector lanes of the generated code
+  int64_t l1_bytes = 32 << 10;  ///< L1d of one core
+  int64_t l2_bytes = 1 << 20;   ///< L2 of one core
+  int64_t l3_bytes = 16 << 20;  ///< last level, total
+  double l1_gbps = 100;         ///< one core reading from L1
+  double l2_gbps = 50;          ///< one core reading from L2
+  double dram_gbps = 10;        ///< all probe threads reading from DRAM
+  int dram_threads = 1;         ///< threads the DRAM figure was measured with
   /// One thread reading from DRAM (MachineInfo::read1_gbps); 0 when unknown: the aggregate is then assumed to
   /// scale linearly with threads up to dram_threads.
   double dram1_gbps = 0;
-  double vec_ops_per_ns = 3;      ///< vector operations per ns per core (assumed: 1 per cycle at 3 GHz)
-  double transcendental_ops = 20; ///< vector operations per exp/log/tanh/... (polynomial + range reduction)
-  double launch_ns = 3000;        ///< one parallel_for launch with workers waking up
+  double vec_ops_per_ns = 3;       ///< vector operations per ns per core (assumed: 1 per cycle at 3 GHz)
+  double transcendental_ops = 20;  ///< vector operations per exp/log/tanh/... (polynomial + range reduction)
+  double launch_ns = 3000;         ///< one parallel_for launch with workers waking up
   /// Per row and pass of an inner reduction: row index decomposition, the masked tail, the horizontal reduction
   /// through f64 and the kept store. Calibrated on the sweep (tools/cmd_tiling.cpp): sum over 1M x 16 and 4M x 4 with
   /// the row schedule costs 50-150 ns per row and thread more than the same bytes in long rows (softmax: 200-400 ns
@@ -48,17 +48,17 @@ struct CostParams {
 
 /// What one kernel call does, in the merged launch domain.
 struct WorkShape {
-  int64_t rows = 0;          ///< independent rows (the schedule's row count for one whole call)
-  int64_t row_elems = 0;     ///< full-domain elements one row covers (reduced extent x vector block)
-  int64_t reduce_extent = 1; ///< elements reduced per output element (1 when there is no reduction)
+  int64_t rows = 0;           ///< independent rows (the schedule's row count for one whole call)
+  int64_t row_elems = 0;      ///< full-domain elements one row covers (reduced extent x vector block)
+  int64_t reduce_extent = 1;  ///< elements reduced per output element (1 when there is no reduction)
   bool inner_reduction = false;
-  int passes = 1;            ///< passes over a row (reduction stages + the final pass)
-  double in_bytes = 4;       ///< bytes read per full-domain element (inputs that vary along the reduction)
-  double out_bytes = 4;      ///< bytes written per full-domain element (full-domain outputs)
-  double ops = 1;            ///< vector operations per element per pass (elementwise nodes)
-  double transcendentals = 0;///< transcendental nodes per element
-  double lane_loads = 0;     ///< operands per element read lane by lane in every pass (strided vector-rows gathers)
-  double lane_stores = 0;    ///< outputs per element written lane by lane in the final pass
+  int passes = 1;              ///< passes over a row (reduction stages + the final pass)
+  double in_bytes = 4;         ///< bytes read per full-domain element (inputs that vary along the reduction)
+  double out_bytes = 4;        ///< bytes written per full-domain element (full-domain outputs)
+  double ops = 1;              ///< vector operations per element per pass (elementwise nodes)
+  double transcendentals = 0;  ///< transcendental nodes per element
+  double lane_loads = 0;       ///< operands per element read lane by lane in every pass (strided vector-rows gathers)
+  double lane_stores = 0;      ///< outputs per element written lane by lane in the final pass
 };
 
 /// Estimated nanoseconds for `w` spread over `tasks` parallel tasks of `rows_per_task` rows (the busiest thread runs

@@ -22,21 +22,53 @@ std::vector<int64_t> flat_strides(const LaunchDomain& d, size_t nops) {
 
 double load_elem(const void* p, DType t) {
   switch (t) {
-    case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::Float16: { uint16_t b; std::memcpy(&b, p, 2); return half_bits_to_float(b); }
-    case DType::BFloat16: { uint16_t b; std::memcpy(&b, p, 2); return bf16_bits_to_float(b); }
-    default: throw IRError("split reduction: output dtype " + std::string(dtype_name(t)) + " is not a float type");
+    case DType::Float32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::Float64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::Float16: {
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      return half_bits_to_float(b);
+    }
+    case DType::BFloat16: {
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      return bf16_bits_to_float(b);
+    }
+    default:
+      throw IRError("split reduction: output dtype " + std::string(dtype_name(t)) + " is not a float type");
   }
 }
 
 void store_elem(void* p, DType t, double v) {
   switch (t) {
-    case DType::Float32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
-    case DType::Float64: std::memcpy(p, &v, 8); return;
-    case DType::Float16: { uint16_t b = float_to_half_bits(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
-    case DType::BFloat16: { uint16_t b = float_to_bf16_bits(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
-    default: throw IRError("split reduction: output dtype " + std::string(dtype_name(t)) + " is not a float type");
+    case DType::Float32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+    case DType::Float64:
+      std::memcpy(p, &v, 8);
+      return;
+    case DType::Float16: {
+      uint16_t b = float_to_half_bits(static_cast<float>(v));
+      std::memcpy(p, &b, 2);
+      return;
+    }
+    case DType::BFloat16: {
+      uint16_t b = float_to_bf16_bits(static_cast<float>(v));
+      std::memcpy(p, &b, 2);
+      return;
+    }
+    default:
+      throw IRError("split reduction: output dtype " + std::string(dtype_name(t)) + " is not a float type");
   }
 }
 
@@ -48,7 +80,13 @@ void launch_split(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
   const int64_t chunk = (extent + c.splits - 1) / c.splits;
   const int64_t parts = (extent + chunk - 1) / chunk;
   // Per output: the kept axes it varies along (partials are contiguous over them) and the partial buffer.
-  struct Out { DType dtype; int esize; std::vector<size_t> axes; int64_t count; std::vector<unsigned char> buf; };
+  struct Out {
+    DType dtype;
+    int esize;
+    std::vector<size_t> axes;
+    int64_t count;
+    std::vector<unsigned char> buf;
+  };
   std::vector<Out> outs;
   for (size_t k = ni; k < nops; ++k) {
     const Node& nd = g.node(nest.operands[k]);
@@ -57,7 +95,10 @@ void launch_split(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
     o.esize = dtype_size(nd.dtype);
     o.count = 1;
     for (size_t a = 0; a < r; ++a)
-      if (d.varies[k][a] && !nest.is_reduce[a] && d.sizes[a] > 1) { o.axes.push_back(a); o.count *= d.sizes[a]; }
+      if (d.varies[k][a] && !nest.is_reduce[a] && d.sizes[a] > 1) {
+        o.axes.push_back(a);
+        o.count *= d.sizes[a];
+      }
     o.buf.resize(static_cast<size_t>(parts * o.count * o.esize));
     outs.push_back(std::move(o));
   }
@@ -107,10 +148,14 @@ void launch_split(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
         const double v = load_elem(o.buf.data() + (p * o.count + e) * o.esize, o.dtype);
         if (std::isnan(v)) nan = true;
         const double len = static_cast<double>(std::min(chunk, extent - p * chunk));
-        if (op == OpKind::Sum) acc += v;
-        else if (op == OpKind::Mean) acc += v * len / static_cast<double>(extent);
-        else if (op == OpKind::Amax) acc = p == 0 ? v : std::max(acc, v);
-        else acc = p == 0 ? v : std::min(acc, v);
+        if (op == OpKind::Sum)
+          acc += v;
+        else if (op == OpKind::Mean)
+          acc += v * len / static_cast<double>(extent);
+        else if (op == OpKind::Amax)
+          acc = p == 0 ? v : std::max(acc, v);
+        else
+          acc = p == 0 ? v : std::min(acc, v);
       }
       if (nan && (op == OpKind::Amax || op == OpKind::Amin)) acc = std::numeric_limits<double>::quiet_NaN();
       // Output offset: decompose e over the output's axes (innermost last) with the real strides.

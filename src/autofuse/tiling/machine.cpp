@@ -88,8 +88,7 @@ std::string bandwidth_file_text(const MachineInfo& m) {
   std::snprintf(buf, sizeof buf,
                 "probe_threads %d\nread_gbps %.3f\nwrite_gbps %.3f\ncopy_gbps %.3f\nl1_read_gbps %.3f\n"
                 "l2_read_gbps %.3f\nread1_gbps %.3f\n",
-                m.probe_threads, m.read_gbps, m.write_gbps, m.copy_gbps, m.l1_read_gbps, m.l2_read_gbps,
-                m.read1_gbps);
+                m.probe_threads, m.read_gbps, m.write_gbps, m.copy_gbps, m.l1_read_gbps, m.l2_read_gbps, m.read1_gbps);
   return "# autofuse machine model: " + m.cpu_model + "\n" + buf;
 }
 
@@ -240,8 +239,8 @@ std::string describe_machine(const MachineInfo& m) {
                 "L2 read (1 core): %.1f GB/s\nbandwidth source: %s\n",
                 m.cpu_model.c_str(), m.logical_cpus, m.physical_cores, (long long)(m.l1d_bytes >> 10),
                 (long long)(m.l2_bytes >> 10), (long long)(m.l3_bytes >> 10), (long long)m.cache_line_bytes,
-                m.isa.c_str(), m.simd_bytes, m.read_gbps, m.read1_gbps, m.write_gbps, m.copy_gbps, m.probe_threads, m.l1_read_gbps,
-                m.l2_read_gbps, m.bandwidth_source.c_str());
+                m.isa.c_str(), m.simd_bytes, m.read_gbps, m.read1_gbps, m.write_gbps, m.copy_gbps, m.probe_threads,
+                m.l1_read_gbps, m.l2_read_gbps, m.bandwidth_source.c_str());
   return buf;
 }
 

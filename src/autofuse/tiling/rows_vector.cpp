@@ -25,8 +25,9 @@ std::optional<std::vector<int>> rows_vector_permutation(const LoopNest& nest) {
 LoopNest permute_loop_nest(const LoopNest& nest, const std::vector<int>& perm) {
   const size_t r = static_cast<size_t>(nest.rank);
   std::vector<int> inv(r, -1);
-  if (perm.size() != r) throw IRError("permute_loop_nest: permutation of " + std::to_string(perm.size()) +
-                                      " axes for a nest of rank " + std::to_string(r));
+  if (perm.size() != r)
+    throw IRError("permute_loop_nest: permutation of " + std::to_string(perm.size()) + " axes for a nest of rank " +
+                  std::to_string(r));
   for (size_t i = 0; i < r; ++i) {
     const int old = perm[i];
     if (old < 0 || static_cast<size_t>(old) >= r || inv[static_cast<size_t>(old)] >= 0)
@@ -46,7 +47,8 @@ LoopNest permute_loop_nest(const LoopNest& nest, const std::vector<int>& perm) {
   for (size_t v = 0; v < nest.values.size(); ++v) {
     const ValuePlacement& src = nest.values[v];
     ValuePlacement& dst = p.values[v];
-    for (size_t j = 0; j < src.axis_of_dim.size(); ++j) dst.axis_of_dim[j] = inv[static_cast<size_t>(src.axis_of_dim[j])];
+    for (size_t j = 0; j < src.axis_of_dim.size(); ++j)
+      dst.axis_of_dim[j] = inv[static_cast<size_t>(src.axis_of_dim[j])];
     for (size_t i = 0; i < r && i < src.varies.size(); ++i) dst.varies[i] = src.varies[static_cast<size_t>(perm[i])];
   }
   return p;

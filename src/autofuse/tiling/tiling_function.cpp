@@ -25,9 +25,9 @@ bool debug_enabled() {
 }
 
 bool is_transcendental(std::string_view op) {
-  static const char* const names[] = {"exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "sigmoid", "erf",
-                                      "sin", "cos", "tan", "pow", "gelu", "silu", "atan", "asin", "acos", "sinh",
-                                      "cosh", "softplus", "erfc", "lgamma"};
+  static const char* const names[] = {"exp",  "exp2", "expm1", "log",  "log2",     "log1p", "tanh",  "sigmoid",
+                                      "erf",  "sin",  "cos",   "tan",  "pow",      "gelu",  "silu",  "atan",
+                                      "asin", "acos", "sinh",  "cosh", "softplus", "erfc",  "lgamma"};
   for (const char* n : names)
     if (op == n) return true;
   return false;
@@ -39,10 +39,14 @@ int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 
 const char* tiling_kind_name(TilingKind k) {
   switch (k) {
-    case TilingKind::Rows: return "rows";
-    case TilingKind::NarrowRows: return "narrow-rows";
-    case TilingKind::Split: return "split";
-    case TilingKind::VectorRows: return "vector-rows";
+    case TilingKind::Rows:
+      return "rows";
+    case TilingKind::NarrowRows:
+      return "narrow-rows";
+    case TilingKind::Split:
+      return "split";
+    case TilingKind::VectorRows:
+      return "vector-rows";
   }
   return "?";
 }
@@ -89,7 +93,8 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
   }
   for (ValueId o : g.outputs()) {
     const Node& nd = g.node(o);
-    if (nest.values[static_cast<size_t>(o)].kept) kept_out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
+    if (nest.values[static_cast<size_t>(o)].kept)
+      kept_out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
     else {
       out_bytes_ += static_cast<double>(dtype_size(nd.dtype));
       full_outputs_ += 1;
@@ -100,7 +105,8 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
   // Passes per row, as the emitter counts them.
   passes_ = nest.num_stages;
   for (ValueId o : g.outputs())
-    if (!nest.values[static_cast<size_t>(o)].kept) passes_ = std::max(passes_, nest.values[static_cast<size_t>(o)].stage + 1);
+    if (!nest.values[static_cast<size_t>(o)].kept)
+      passes_ = std::max(passes_, nest.values[static_cast<size_t>(o)].stage + 1);
   passes_ = std::max(passes_, 1);
   // Split needs every output to be a float reduction whose partials combine by sum, weighted sum or min/max.
   splittable_ = !nest.reduce_axes().empty() && nest.num_stages == 1 && nest.iotas.empty() && !g.outputs().empty();
@@ -119,7 +125,10 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
   std::vector<int64_t> sizes;
   for (const Expr& e : nest.domain) {
     auto c = e.as_const();
-    if (!c) { is_static = false; break; }
+    if (!c) {
+      is_static = false;
+      break;
+    }
     sizes.push_back(*c);
   }
   if (is_static) {
@@ -129,7 +138,10 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
       std::vector<int64_t> st(sizes.size(), 0);
       int64_t stride = 1;
       for (size_t a = sizes.size(); a-- > 0;)
-        if (varies[a]) { st[a] = stride; stride *= sizes[a]; }
+        if (varies[a]) {
+          st[a] = stride;
+          stride *= sizes[a];
+        }
       d.strides.push_back(st);
       d.varies.push_back(varies);
     };
@@ -188,7 +200,8 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
     TilingCandidate c;
     c.kind = TilingKind::Rows;
     c.schedule = choose_schedule(n, sizes, lanes_);
-    const int64_t tasks = std::min<int64_t>(p.threads, std::max<int64_t>(1, c.schedule.rows / std::max<int64_t>(1, c.schedule.grain)));
+    const int64_t tasks =
+        std::min<int64_t>(p.threads, std::max<int64_t>(1, c.schedule.rows / std::max<int64_t>(1, c.schedule.grain)));
     c.est_ns = estimate_rows_ns(work_shape(sizes, c.schedule), tasks, ceil_div(c.schedule.rows, tasks), p);
     d.candidates.push_back(c);
   }
@@ -213,7 +226,8 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
   if (splittable_ && p.threads > 1) {
     int ax = -1;
     for (int a = 0; a < n.rank; ++a)
-      if (n.is_reduce[static_cast<size_t>(a)] && (ax < 0 || sizes[static_cast<size_t>(a)] > sizes[static_cast<size_t>(ax)]))
+      if (n.is_reduce[static_cast<size_t>(a)] &&
+          (ax < 0 || sizes[static_cast<size_t>(a)] > sizes[static_cast<size_t>(ax)]))
         ax = a;
     const int64_t extent = sizes[static_cast<size_t>(ax)];
     const int64_t min_slice = (n.inner_reduction && ax == n.vec_axis()) ? 4 * lanes_ : 4;
@@ -236,7 +250,8 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
   // VectorRows: short inner-reduction rows, lanes across rows.
   if (rv_nest_) {
     int64_t rsize = 1, kept = 1;
-    for (int a = 0; a < n.rank; ++a) (n.is_reduce[static_cast<size_t>(a)] ? rsize : kept) *= sizes[static_cast<size_t>(a)];
+    for (int a = 0; a < n.rank; ++a)
+      (n.is_reduce[static_cast<size_t>(a)] ? rsize : kept) *= sizes[static_cast<size_t>(a)];
     if (rsize <= kVectorRowsMaxCols && (kept >= kVectorRowsMinRows || g_forced == TilingKind::VectorRows)) {
       TilingCandidate c;
       c.kind = TilingKind::VectorRows;

@@ -31,11 +31,11 @@ const char* tiling_kind_name(TilingKind k);
 /// One candidate for one call, with its estimate.
 struct TilingCandidate {
   TilingKind kind = TilingKind::Rows;
-  Schedule schedule;       ///< rows / vblock / blk / grain of one kernel call (of one slice for Split; of the
-                           ///< permuted nest, rows_vector_nest(), for VectorRows)
-  int split_axis = -1;     ///< Split: the merged-domain reduce axis that is sliced
-  int64_t splits = 1;      ///< Split: number of slices (<= threads)
-  double est_ns = 0;       ///< cost_model estimate
+  Schedule schedule;    ///< rows / vblock / blk / grain of one kernel call (of one slice for Split; of the
+                        ///< permuted nest, rows_vector_nest(), for VectorRows)
+  int split_axis = -1;  ///< Split: the merged-domain reduce axis that is sliced
+  int64_t splits = 1;   ///< Split: number of slices (<= threads)
+  double est_ns = 0;    ///< cost_model estimate
 };
 
 /// A launch decision: the chosen candidate and all that were considered (chosen is an index into candidates).
@@ -95,7 +95,7 @@ class TilingFunction {
   CostParams params_;
   std::vector<int> rv_perm_;
   std::shared_ptr<const LoopNest> rv_nest_;  // shared: TilingFunction is copied into its Kernel
-  std::vector<int64_t> folded_sizes_;  // the static domain (empty when dynamic)
+  std::vector<int64_t> folded_sizes_;        // the static domain (empty when dynamic)
   std::optional<TilingDecision> folded_;
   int folded_threads_ = 0;
 };

@@ -14,7 +14,7 @@ namespace autofuse {
 
 /// What one compiled variant of a kernel is specialised on (never the sizes).
 struct EmitOptions {
-  int lanes = 16;                  ///< AF_W: 16 (avx512), 8 (avx2), 1 (scalar)
+  int lanes = 16;  ///< AF_W: 16 (avx512), 8 (avx2), 1 (scalar)
   /// Per operand (LoopNest::operands order): true when its stride along the vectorized axis is 1 (or it does not
   /// vary along it), so whole vectors load/store contiguously; false means strided lane-by-lane access.
   std::vector<bool> unit_inner;

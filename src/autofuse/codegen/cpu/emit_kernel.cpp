@@ -21,8 +21,10 @@ class Emitter {
     operand_of_input_.assign(g.size(), -1);
     outputs_of_.assign(g.size(), {});
     for (int k = 0; k < static_cast<int>(nest.operands.size()); ++k) {
-      if (k < nest.num_inputs) operand_of_input_[nest.operands[k]] = k;
-      else outputs_of_[nest.operands[k]].push_back(k);
+      if (k < nest.num_inputs)
+        operand_of_input_[nest.operands[k]] = k;
+      else
+        outputs_of_[nest.operands[k]].push_back(k);
     }
     cur_.assign(nest.operands.size(), "0");
     in_scope_.assign(static_cast<size_t>(r_), false);
@@ -50,9 +52,11 @@ class Emitter {
     for (size_t k = 0; k < nest_.operands.size(); ++k) {
       const Node& nd = g_.node(nest_.operands[k]);
       const bool is_in = static_cast<int>(k) < nest_.num_inputs;
-      if (const OuterReduction* r = outer_of(k)) line(outer_operand_decl(*r, k));
-      else line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
-           (is_in ? "const " : "") + storage_ctype(nd.dtype) + "*)data[" + s(k) + "];");
+      if (const OuterReduction* r = outer_of(k))
+        line(outer_operand_decl(*r, k));
+      else
+        line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
+             (is_in ? "const " : "") + storage_ctype(nd.dtype) + "*)data[" + s(k) + "];");
       for (int a = 0; a < r_; ++a)
         if (op_varies(k, a)) line("const int64_t s" + s(k) + "_" + s(a) + " = st[" + s(k * r_ + a) + "];");
     }
@@ -61,14 +65,19 @@ class Emitter {
     line("const int64_t rn = " + rn + ";  // elements reduced per output");
     line("(void)rn; (void)vblock; (void)blk;");
     emit_stash_decls();
-    if (!inner_) emit_rows_vec_kept();
-    else emit_rows_vec_reduced();
+    if (!inner_)
+      emit_rows_vec_kept();
+    else
+      emit_rows_vec_reduced();
     out_ << "}\n";
     return out_.str();
   }
 
  private:
-  template <class I> static std::string s(I x) { return std::to_string(x); }
+  template <class I>
+  static std::string s(I x) {
+    return std::to_string(x);
+  }
   const ValuePlacement& val(ValueId id) const { return nest_.values[static_cast<size_t>(id)]; }
   /// The outer (cross-row) reduction whose partials operand k is, or null (emit_outer.cpp).
   const OuterReduction* outer_of(size_t k) const {
@@ -78,8 +87,14 @@ class Emitter {
   }
   bool op_varies(size_t k, int a) const { return val(nest_.operands[k]).varies[static_cast<size_t>(a)]; }
   void line(const std::string& l) { out_ << std::string(static_cast<size_t>(ind_) * 2, ' ') << l << "\n"; }
-  void open(const std::string& l) { line(l + " {"); ++ind_; }
-  void close() { --ind_; line("}"); }
+  void open(const std::string& l) {
+    line(l + " {");
+    ++ind_;
+  }
+  void close() {
+    --ind_;
+    line("}");
+  }
 
   /// Declare, for every operand, the offset after adding index i<a> along axis a (if the operand varies there).
   void advance_offsets(int a, const std::string& prefix) {
@@ -127,8 +142,10 @@ class Emitter {
     line("int64_t " + iv + " = vbeg;");
     auto saved = cur_;
     for (int tail = 0; tail < 2; ++tail) {
-      if (!tail) open("for (; " + iv + " + AF_W <= vend; " + iv + " += AF_W)");
-      else open("if (" + iv + " < vend)");
+      if (!tail)
+        open("for (; " + iv + " + AF_W <= vend; " + iv + " += AF_W)");
+      else
+        open("if (" + iv + " < vend)");
       line(std::string("const int64_t n = ") + (tail ? "vend - " + iv : "AF_W") + ";");
       cur_ = saved;
       for (size_t k = 0; k < cur_.size(); ++k) {
@@ -166,10 +183,24 @@ class Emitter {
 
   static bool is_transcendental(OpKind k) {
     switch (k) {
-      case OpKind::Exp: case OpKind::Exp2: case OpKind::Expm1: case OpKind::Log: case OpKind::Log2:
-      case OpKind::Log10: case OpKind::Log1p: case OpKind::Sin: case OpKind::Cos: case OpKind::Tan:
-      case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Erf: case OpKind::Pow: case OpKind::Atan2: return true;
-      default: return false;
+      case OpKind::Exp:
+      case OpKind::Exp2:
+      case OpKind::Expm1:
+      case OpKind::Log:
+      case OpKind::Log2:
+      case OpKind::Log10:
+      case OpKind::Log1p:
+      case OpKind::Sin:
+      case OpKind::Cos:
+      case OpKind::Tan:
+      case OpKind::Tanh:
+      case OpKind::Sigmoid:
+      case OpKind::Erf:
+      case OpKind::Pow:
+      case OpKind::Atan2:
+        return true;
+      default:
+        return false;
     }
   }
   bool is_stashed(size_t i) const { return stash_pass_[i] > 0; }
@@ -325,10 +356,13 @@ class Emitter {
     DType in = g_.node(nd.inputs[0]).dtype;
     switch (nd.op) {
       case OpKind::Sum:
-      case OpKind::Prod: return is_float(in) ? compute_ctype(in) : "int64_t";
+      case OpKind::Prod:
+        return is_float(in) ? compute_ctype(in) : "int64_t";
       case OpKind::Any:
-      case OpKind::All: return "uint8_t";
-      default: return compute_ctype(in);
+      case OpKind::All:
+        return "uint8_t";
+      default:
+        return compute_ctype(in);
     }
   }
 
@@ -344,12 +378,16 @@ class Emitter {
     const bool bl = g_.node(nd.inputs[0]).dtype == DType::Bool;
     switch (nd.op) {
       case OpKind::Prod:
-      case OpKind::All: return "af_splat<" + at + ">(1)";
+      case OpKind::All:
+        return "af_splat<" + at + ">(1)";
       case OpKind::Amax:
-      case OpKind::Argmax: return "af_splat<" + at + ">(af_tmin<" + at + ">())";
+      case OpKind::Argmax:
+        return "af_splat<" + at + ">(af_tmin<" + at + ">())";
       case OpKind::Amin:
-      case OpKind::Argmin: return bl ? "af_splat<uint8_t>(1)" : "af_splat<" + at + ">(af_tmax<" + at + ">())";
-      default: return "vec<" + at + ">{}";
+      case OpKind::Argmin:
+        return bl ? "af_splat<uint8_t>(1)" : "af_splat<" + at + ">(af_tmax<" + at + ">())";
+      default:
+        return "vec<" + at + ">{}";
     }
   }
 
@@ -361,7 +399,8 @@ class Emitter {
       const std::string mt = main_type(nd);
       const std::string nm = (mean_pass ? "am" : "a") + s(static_cast<int64_t>(id));
       line("vec<" + mt + "> " + nm + " = " + (mt == acc_type(nd) ? acc_init(nd) : "vec<" + mt + ">{}") + ";");
-      if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
+      if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin)
+        line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
       cascade = cascade || is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
     }
     // Full values needed in this pass; with the row stash, stashed values of earlier passes are loaded instead.
@@ -422,8 +461,10 @@ class Emitter {
       line("int64_t " + ia + " = bb;");
       auto before = cur_;
       for (int tail = 0; tail < (inner_ ? 2 : 1); ++tail) {
-        if (!tail) open("for (; " + ia + " + " + step + " <= be; " + ia + " += " + step + ")");
-        else open("if (" + ia + " < be)");
+        if (!tail)
+          open("for (; " + ia + " + " + step + " <= be; " + ia + " += " + step + ")");
+        else
+          open("if (" + ia + " < be)");
         if (inner_) line(std::string("const int64_t n = ") + (tail ? "be - " + ia : "AF_W") + ";");
         line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + " + ia + "; (void)rl" + s(a) + ";");
         cur_ = before;
@@ -437,7 +478,9 @@ class Emitter {
           if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
             std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
             const std::string mt = main_type(g_.node(id));
-            line(nm + " = " + nm + " + " + (mt == acc_type(g_.node(id)) ? "b" + nm : "__builtin_convertvector(b" + nm + ", vec<" + mt + ">)") + ";");
+            line(nm + " = " + nm + " + " +
+                 (mt == acc_type(g_.node(id)) ? "b" + nm : "__builtin_convertvector(b" + nm + ", vec<" + mt + ">)") +
+                 ";");
           }
         close();
       }
@@ -453,13 +496,15 @@ class Emitter {
     if (!tail && p == prefetch_pass_) emit_prefetches();
     for (size_t i = 0; i < g_.size(); ++i) {
       if (!need[i]) continue;
-      const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl, ct = compute_ctype(g_.node(static_cast<ValueId>(i)).dtype);
+      const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl,
+                        ct = compute_ctype(g_.node(static_cast<ValueId>(i)).dtype);
       if (stash_mode && is_stashed(i) && stash_pass_[i] < p) {
         line("const vec<" + ct + "> " + var + " = af_ld<" + ct + ", " + ct + ">(" + sp + ");  // from the row stash");
         continue;
       }
       emit_value(static_cast<ValueId>(i));
-      if (stash_mode && is_stashed(i) && stash_pass_[i] == p) line("af_st<" + ct + ", " + ct + ">(" + sp + ", " + var + ");");
+      if (stash_mode && is_stashed(i) && stash_pass_[i] == p)
+        line("af_st<" + ct + ", " + ct + ">(" + sp + ", " + var + ");");
     }
     for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl);
     for (ValueId outv : g_.outputs())
@@ -475,11 +520,13 @@ class Emitter {
     const std::string base = (mean_pass ? "am" : "a") + sid;
     const std::string tgt = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
     std::string xv = x;
-    if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct) xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
+    if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct)
+      xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
     if (nd.op == OpKind::Any || nd.op == OpKind::All) xv = "af_nz<" + ct + ">(" + x + ")";
     const std::string mask = "af_nlanes<" + at + ">(n)";
     if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) {
-      const std::string idx = inner_ ? "(af_splat<int64_t>(" + rl + ") + af_iota<int64_t>())" : "af_splat<int64_t>(" + rl + ")";
+      const std::string idx =
+          inner_ ? "(af_splat<int64_t>(" + rl + ") + af_iota<int64_t>())" : "af_splat<int64_t>(" + rl + ")";
       open("");
       line("mask_t<" + at + "> m = af_argbetter<" + at + ">(" + xv + ", " + tgt + ", " +
            (nd.op == OpKind::Argmax ? "true" : "false") + ");");
@@ -492,19 +539,35 @@ class Emitter {
     std::string nv;
     switch (nd.op) {
       case OpKind::Sum:
-      case OpKind::Mean: nv = "af_add<" + at + ">(" + tgt + ", " + xv + ")"; break;
+      case OpKind::Mean:
+        nv = "af_add<" + at + ">(" + tgt + ", " + xv + ")";
+        break;
       case OpKind::Var:
         nv = mean_pass ? tgt + " + " + xv : tgt + " + (" + xv + " - mu" + sid + ") * (" + xv + " - mu" + sid + ")";
         break;
-      case OpKind::Prod: nv = "af_mul<" + at + ">(" + tgt + ", " + xv + ")"; break;
-      case OpKind::Amax: nv = "af_max<" + at + ">(" + tgt + ", " + xv + ")"; break;
-      case OpKind::Amin: nv = "af_min<" + at + ">(" + tgt + ", " + xv + ")"; break;
-      case OpKind::Any: nv = "(" + tgt + " | " + xv + ")"; break;
-      case OpKind::All: nv = "(" + tgt + " & " + xv + ")"; break;
-      default: nv = tgt; break;
+      case OpKind::Prod:
+        nv = "af_mul<" + at + ">(" + tgt + ", " + xv + ")";
+        break;
+      case OpKind::Amax:
+        nv = "af_max<" + at + ">(" + tgt + ", " + xv + ")";
+        break;
+      case OpKind::Amin:
+        nv = "af_min<" + at + ">(" + tgt + ", " + xv + ")";
+        break;
+      case OpKind::Any:
+        nv = "(" + tgt + " | " + xv + ")";
+        break;
+      case OpKind::All:
+        nv = "(" + tgt + " & " + xv + ")";
+        break;
+      default:
+        nv = tgt;
+        break;
     }
-    if (tail) line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
-    else line(tgt + " = " + nv + ";");
+    if (tail)
+      line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
+    else
+      line(tgt + " = " + nv + ";");
   }
 
   /// After pass p: reduce results of stage p (and var means for pass p + 1), as kept values.
@@ -517,17 +580,30 @@ class Emitter {
       switch (nd.op) {
         case OpKind::Sum:
         case OpKind::Mean:
-        case OpKind::Var: h = "af_hsum<" + at + ">(" + nm + ")"; break;
-        case OpKind::Prod: h = "af_hprod<" + at + ">(" + nm + ")"; break;
-        case OpKind::Amax: h = "af_hmax<" + at + ">(" + nm + ")"; break;
-        case OpKind::Amin: h = "af_hmin<" + at + ">(" + nm + ")"; break;
-        case OpKind::Any: h = "af_hor<" + at + ">(" + nm + ")"; break;
-        case OpKind::All: h = "af_hand<" + at + ">(" + nm + ")"; break;
+        case OpKind::Var:
+          h = "af_hsum<" + at + ">(" + nm + ")";
+          break;
+        case OpKind::Prod:
+          h = "af_hprod<" + at + ">(" + nm + ")";
+          break;
+        case OpKind::Amax:
+          h = "af_hmax<" + at + ">(" + nm + ")";
+          break;
+        case OpKind::Amin:
+          h = "af_hmin<" + at + ">(" + nm + ")";
+          break;
+        case OpKind::Any:
+          h = "af_hor<" + at + ">(" + nm + ")";
+          break;
+        case OpKind::All:
+          h = "af_hand<" + at + ">(" + nm + ")";
+          break;
         case OpKind::Argmax:
         case OpKind::Argmin:
           h = "af_harg<" + at + ">(" + nm + ", ai" + sid + ", " + (nd.op == OpKind::Argmax ? "true" : "false") + ")";
           break;
-        default: break;
+        default:
+          break;
       }
       const bool is_arg = nd.op == OpKind::Argmax || nd.op == OpKind::Argmin;
       const std::string rt = is_arg ? "int64_t" : at;
@@ -572,10 +648,13 @@ class Emitter {
       int k = operand_of_input_[static_cast<size_t>(id)];
       const std::string st = storage_ctype(nd.dtype);
       const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
-      if (!val(id).varies[static_cast<size_t>(v_)]) e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
+      if (!val(id).varies[static_cast<size_t>(v_)])
+        e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
       else if (o_.unit_inner[static_cast<size_t>(k)])
-        e = "(n == AF_W ? af_ld<" + ct + ", " + st + ">(" + ptr + ") : af_ldn<" + ct + ", " + st + ">(" + ptr + ", 1, n))";
-      else e = "af_ldn<" + ct + ", " + st + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n)";
+        e = "(n == AF_W ? af_ld<" + ct + ", " + st + ">(" + ptr + ") : af_ldn<" + ct + ", " + st + ">(" + ptr +
+            ", 1, n))";
+      else
+        e = "af_ldn<" + ct + ", " + st + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n)";
     } else if (nd.info().category == OpCategory::Reduce) {
       e = red_value_.at(id);
     } else if (nd.op == OpKind::Iota) {
@@ -615,12 +694,14 @@ class Emitter {
       }
       const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
       std::string stmt;
-      if (!vp.varies[static_cast<size_t>(v_)]) stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
+      if (!vp.varies[static_cast<size_t>(v_)])
+        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
       else if (o_.unit_inner[static_cast<size_t>(k)])
         stmt = "if (n == AF_W) af_st<" + st + ", " + ct + ">(" + ptr + ", " + var + "); else af_stn<" + st + ", " + ct +
                ">(" + ptr + ", 1, n, " + var + ");";
       else
-        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n, " + var + ");";
+        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n, " +
+               var + ");";
       if (!guards.empty()) {
         std::string c;
         for (size_t j = 0; j < guards.size(); ++j) c += (j ? " && " : "") + guards[j];

@@ -19,16 +19,24 @@ const std::string& af_kernel_header_text() {
 
 std::string compute_ctype(DType t) {
   switch (t) {
-    case DType::Bool: return "uint8_t";
-    case DType::UInt8: return "uint8_t";
-    case DType::Int8: return "int8_t";
-    case DType::Int16: return "int16_t";
-    case DType::Int32: return "int32_t";
-    case DType::Int64: return "int64_t";
+    case DType::Bool:
+      return "uint8_t";
+    case DType::UInt8:
+      return "uint8_t";
+    case DType::Int8:
+      return "int8_t";
+    case DType::Int16:
+      return "int16_t";
+    case DType::Int32:
+      return "int32_t";
+    case DType::Int64:
+      return "int64_t";
     case DType::Float16:
     case DType::BFloat16:
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
+    case DType::Float32:
+      return "float";
+    case DType::Float64:
+      return "double";
   }
   return "?";
 }
@@ -90,64 +98,122 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
   auto rc = [&](const std::string& e) { return rounded_to(n.dtype, e); };
   switch (n.op) {
     case OpKind::Constant:
-    case OpKind::Full: return splat_literal(attr_scalar(n.attrs, "value"), n.dtype);
-    case OpKind::Exp: return r("af_exp(" + a[0] + ")");
-    case OpKind::Exp2: return r("af_exp2(" + a[0] + ")");
-    case OpKind::Expm1: return r("af_expm1(" + a[0] + ")");
-    case OpKind::Log: return r("af_log(" + a[0] + ")");
-    case OpKind::Log2: return r("af_log2(" + a[0] + ")");
-    case OpKind::Log10: return r("af_log10(" + a[0] + ")");
-    case OpKind::Log1p: return r("af_log1p(" + a[0] + ")");
-    case OpKind::Sqrt: return r("af_sqrt(" + a[0] + ")");
-    case OpKind::Rsqrt: return r(call("af_rsqrt", ct, a));
-    case OpKind::Reciprocal: return r("(af_splat<" + ct + ">(1) / " + a[0] + ")");
-    case OpKind::Sin: return r("af_sin(" + a[0] + ")");
-    case OpKind::Cos: return r("af_cos(" + a[0] + ")");
-    case OpKind::Tan: return r("af_tan(" + a[0] + ")");
-    case OpKind::Tanh: return r("af_tanh(" + a[0] + ")");
-    case OpKind::Sigmoid: return r(call("af_sigmoid", ct, a));
-    case OpKind::Erf: return r("af_erf(" + a[0] + ")");
-    case OpKind::Abs: return r(call("af_abs", ct, a));
-    case OpKind::Neg: return r(call("af_neg", ct, a));
-    case OpKind::Relu: return r(call("af_relu", ct, a));
-    case OpKind::Floor: return r(call("af_floor", ct, a));
-    case OpKind::Ceil: return r(call("af_ceil", ct, a));
-    case OpKind::Round: return r(call("af_round", ct, a));
-    case OpKind::Trunc: return r(call("af_trunc", ct, a));
-    case OpKind::Sign: return r(call("af_sign", ct, a));
-    case OpKind::IsNan: return fl ? call("af_isnan", ct, a) : "vec<uint8_t>{}";
-    case OpKind::IsInf: return fl ? call("af_isinf", ct, a) : "vec<uint8_t>{}";
-    case OpKind::IsFinite: return fl ? call("af_isfinite", ct, a) : "af_splat<uint8_t>(1)";
-    case OpKind::LogicalNot: return "af_bool(" + a[0] + " == 0)";
-    case OpKind::BitwiseNot: return bl ? "(" + a[0] + " ^ 1)" : "(~" + a[0] + ")";
-    case OpKind::Add: return r(call("af_add", ct, a));
-    case OpKind::Sub: return r(call("af_sub", ct, a));
-    case OpKind::Mul: return r(bl ? "(" + a[0] + " & " + a[1] + ")" : call("af_mul", ct, a));
-    case OpKind::Div: return r("(" + a[0] + " / " + a[1] + ")");
-    case OpKind::FloorDiv: return r(call("af_floordiv", ct, a));
-    case OpKind::Remainder: return r(call("af_rem", ct, a));
-    case OpKind::Fmod: return r(call("af_fmod", ct, a));
-    case OpKind::Pow: return r(fl ? "af_pow(" + a[0] + ", " + a[1] + ")" : call("af_powi", ct, a));
-    case OpKind::Maximum: return r(call("af_max", ct, a));
-    case OpKind::Minimum: return r(call("af_min", ct, a));
-    case OpKind::Fmax: return r(call("af_fmax", ct, a));
-    case OpKind::Fmin: return r(call("af_fmin", ct, a));
-    case OpKind::Atan2: return r("af_atan2(" + a[0] + ", " + a[1] + ")");
-    case OpKind::Eq: return "af_bool(" + a[0] + " == " + a[1] + ")";
-    case OpKind::Ne: return "af_bool(" + a[0] + " != " + a[1] + ")";
-    case OpKind::Lt: return "af_bool(" + a[0] + " < " + a[1] + ")";
-    case OpKind::Le: return "af_bool(" + a[0] + " <= " + a[1] + ")";
-    case OpKind::Gt: return "af_bool(" + a[0] + " > " + a[1] + ")";
-    case OpKind::Ge: return "af_bool(" + a[0] + " >= " + a[1] + ")";
-    case OpKind::LogicalAnd: return "(af_nz<" + ct + ">(" + a[0] + ") & af_nz<" + ct + ">(" + a[1] + "))";
-    case OpKind::LogicalOr: return "(af_nz<" + ct + ">(" + a[0] + ") | af_nz<" + ct + ">(" + a[1] + "))";
-    case OpKind::LogicalXor: return "(af_nz<" + ct + ">(" + a[0] + ") ^ af_nz<" + ct + ">(" + a[1] + "))";
-    case OpKind::BitwiseAnd: return "(" + a[0] + " & " + a[1] + ")";
-    case OpKind::BitwiseOr: return "(" + a[0] + " | " + a[1] + ")";
-    case OpKind::BitwiseXor: return "(" + a[0] + " ^ " + a[1] + ")";
-    case OpKind::Shl: return call("af_shl", ct, a);
-    case OpKind::Shr: return call("af_shr", ct, a);
-    case OpKind::Where: return "af_sel<" + oct + ">(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+    case OpKind::Full:
+      return splat_literal(attr_scalar(n.attrs, "value"), n.dtype);
+    case OpKind::Exp:
+      return r("af_exp(" + a[0] + ")");
+    case OpKind::Exp2:
+      return r("af_exp2(" + a[0] + ")");
+    case OpKind::Expm1:
+      return r("af_expm1(" + a[0] + ")");
+    case OpKind::Log:
+      return r("af_log(" + a[0] + ")");
+    case OpKind::Log2:
+      return r("af_log2(" + a[0] + ")");
+    case OpKind::Log10:
+      return r("af_log10(" + a[0] + ")");
+    case OpKind::Log1p:
+      return r("af_log1p(" + a[0] + ")");
+    case OpKind::Sqrt:
+      return r("af_sqrt(" + a[0] + ")");
+    case OpKind::Rsqrt:
+      return r(call("af_rsqrt", ct, a));
+    case OpKind::Reciprocal:
+      return r("(af_splat<" + ct + ">(1) / " + a[0] + ")");
+    case OpKind::Sin:
+      return r("af_sin(" + a[0] + ")");
+    case OpKind::Cos:
+      return r("af_cos(" + a[0] + ")");
+    case OpKind::Tan:
+      return r("af_tan(" + a[0] + ")");
+    case OpKind::Tanh:
+      return r("af_tanh(" + a[0] + ")");
+    case OpKind::Sigmoid:
+      return r(call("af_sigmoid", ct, a));
+    case OpKind::Erf:
+      return r("af_erf(" + a[0] + ")");
+    case OpKind::Abs:
+      return r(call("af_abs", ct, a));
+    case OpKind::Neg:
+      return r(call("af_neg", ct, a));
+    case OpKind::Relu:
+      return r(call("af_relu", ct, a));
+    case OpKind::Floor:
+      return r(call("af_floor", ct, a));
+    case OpKind::Ceil:
+      return r(call("af_ceil", ct, a));
+    case OpKind::Round:
+      return r(call("af_round", ct, a));
+    case OpKind::Trunc:
+      return r(call("af_trunc", ct, a));
+    case OpKind::Sign:
+      return r(call("af_sign", ct, a));
+    case OpKind::IsNan:
+      return fl ? call("af_isnan", ct, a) : "vec<uint8_t>{}";
+    case OpKind::IsInf:
+      return fl ? call("af_isinf", ct, a) : "vec<uint8_t>{}";
+    case OpKind::IsFinite:
+      return fl ? call("af_isfinite", ct, a) : "af_splat<uint8_t>(1)";
+    case OpKind::LogicalNot:
+      return "af_bool(" + a[0] + " == 0)";
+    case OpKind::BitwiseNot:
+      return bl ? "(" + a[0] + " ^ 1)" : "(~" + a[0] + ")";
+    case OpKind::Add:
+      return r(call("af_add", ct, a));
+    case OpKind::Sub:
+      return r(call("af_sub", ct, a));
+    case OpKind::Mul:
+      return r(bl ? "(" + a[0] + " & " + a[1] + ")" : call("af_mul", ct, a));
+    case OpKind::Div:
+      return r("(" + a[0] + " / " + a[1] + ")");
+    case OpKind::FloorDiv:
+      return r(call("af_floordiv", ct, a));
+    case OpKind::Remainder:
+      return r(call("af_rem", ct, a));
+    case OpKind::Fmod:
+      return r(call("af_fmod", ct, a));
+    case OpKind::Pow:
+      return r(fl ? "af_pow(" + a[0] + ", " + a[1] + ")" : call("af_powi", ct, a));
+    case OpKind::Maximum:
+      return r(call("af_max", ct, a));
+    case OpKind::Minimum:
+      return r(call("af_min", ct, a));
+    case OpKind::Fmax:
+      return r(call("af_fmax", ct, a));
+    case OpKind::Fmin:
+      return r(call("af_fmin", ct, a));
+    case OpKind::Atan2:
+      return r("af_atan2(" + a[0] + ", " + a[1] + ")");
+    case OpKind::Eq:
+      return "af_bool(" + a[0] + " == " + a[1] + ")";
+    case OpKind::Ne:
+      return "af_bool(" + a[0] + " != " + a[1] + ")";
+    case OpKind::Lt:
+      return "af_bool(" + a[0] + " < " + a[1] + ")";
+    case OpKind::Le:
+      return "af_bool(" + a[0] + " <= " + a[1] + ")";
+    case OpKind::Gt:
+      return "af_bool(" + a[0] + " > " + a[1] + ")";
+    case OpKind::Ge:
+      return "af_bool(" + a[0] + " >= " + a[1] + ")";
+    case OpKind::LogicalAnd:
+      return "(af_nz<" + ct + ">(" + a[0] + ") & af_nz<" + ct + ">(" + a[1] + "))";
+    case OpKind::LogicalOr:
+      return "(af_nz<" + ct + ">(" + a[0] + ") | af_nz<" + ct + ">(" + a[1] + "))";
+    case OpKind::LogicalXor:
+      return "(af_nz<" + ct + ">(" + a[0] + ") ^ af_nz<" + ct + ">(" + a[1] + "))";
+    case OpKind::BitwiseAnd:
+      return "(" + a[0] + " & " + a[1] + ")";
+    case OpKind::BitwiseOr:
+      return "(" + a[0] + " | " + a[1] + ")";
+    case OpKind::BitwiseXor:
+      return "(" + a[0] + " ^ " + a[1] + ")";
+    case OpKind::Shl:
+      return call("af_shl", ct, a);
+    case OpKind::Shr:
+      return call("af_shr", ct, a);
+    case OpKind::Where:
+      return "af_sel<" + oct + ">(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
     case OpKind::Clamp: {
       std::string e = a[0];
       const bool lo = has_attr(n.attrs, "min"), hi = has_attr(n.attrs, "max");
@@ -165,8 +231,10 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
       if (ct == oct) return rc(a[0]);
       return rc("__builtin_convertvector(" + a[0] + ", vec<" + oct + ">)");
     }
-    case OpKind::BroadcastTo: return a[0];
-    default: return "";
+    case OpKind::BroadcastTo:
+      return a[0];
+    default:
+      return "";
   }
 }
 
