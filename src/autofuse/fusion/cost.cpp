@@ -26,6 +26,7 @@ int64_t value_bytes(const Graph& g, ValueId v, const Bindings& b) {
 }
 
 int op_compute_weight(OpKind op) {
+  if (is_transcendental(op)) return 8;
   switch (op) {
     case OpKind::Input:
     case OpKind::Constant:
@@ -41,22 +42,6 @@ int op_compute_weight(OpKind op) {
     case OpKind::Remainder:
     case OpKind::Fmod:
       return 4;
-    case OpKind::Exp:
-    case OpKind::Exp2:
-    case OpKind::Expm1:
-    case OpKind::Log:
-    case OpKind::Log2:
-    case OpKind::Log10:
-    case OpKind::Log1p:
-    case OpKind::Sin:
-    case OpKind::Cos:
-    case OpKind::Tan:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Erf:
-    case OpKind::Pow:
-    case OpKind::Atan2:
-      return 8;
     default:
       return 1;
   }

@@ -388,4 +388,27 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
   return {dt, shape};
 }
 
+bool is_transcendental(OpKind k) {
+  switch (k) {
+    case OpKind::Exp:
+    case OpKind::Exp2:
+    case OpKind::Expm1:
+    case OpKind::Log:
+    case OpKind::Log2:
+    case OpKind::Log10:
+    case OpKind::Log1p:
+    case OpKind::Sin:
+    case OpKind::Cos:
+    case OpKind::Tan:
+    case OpKind::Tanh:
+    case OpKind::Sigmoid:
+    case OpKind::Erf:
+    case OpKind::Pow:
+    case OpKind::Atan2:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace autofuse

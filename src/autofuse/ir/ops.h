@@ -80,6 +80,10 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(OpKind k);
+
+/// Ops computed by a library function (SLEEF) rather than a few instructions: exp/log families, trigonometric,
+/// tanh, sigmoid, erf, pow, atan2. Used by cost models (fusion recompute, tiling) and by the emitter's row stash.
+bool is_transcendental(OpKind k);
 /// Lookup by IR text name; nullopt if no such op.
 std::optional<OpKind> op_by_name(std::string_view name);
 const std::vector<OpInfo>& all_ops();

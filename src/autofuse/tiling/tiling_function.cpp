@@ -24,15 +24,6 @@ bool debug_enabled() {
   return on;
 }
 
-bool is_transcendental(std::string_view op) {
-  static const char* const names[] = {"exp",  "exp2", "expm1", "log",  "log2",     "log1p", "tanh",  "sigmoid",
-                                      "erf",  "sin",  "cos",   "tan",  "pow",      "gelu",  "silu",  "atan",
-                                      "asin", "acos", "sinh",  "cosh", "softplus", "erfc",  "lgamma"};
-  for (const char* n : names)
-    if (op == n) return true;
-  return false;
-}
-
 int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 
 }  // namespace
@@ -89,7 +80,7 @@ TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) 
     }
     if (vp.kept) continue;
     ops_ += 1;
-    if (is_transcendental(nd.info().name)) transcendentals_ += 1;
+    if (is_transcendental(nd.op)) transcendentals_ += 1;
   }
   for (ValueId o : g.outputs()) {
     const Node& nd = g.node(o);

@@ -181,28 +181,6 @@ class Emitter {
   // the stash stays in L2); longer rows recompute (the kernel checks the row length at run time).
   static constexpr int64_t kStashBytes = 64 * 1024;
 
-  static bool is_transcendental(OpKind k) {
-    switch (k) {
-      case OpKind::Exp:
-      case OpKind::Exp2:
-      case OpKind::Expm1:
-      case OpKind::Log:
-      case OpKind::Log2:
-      case OpKind::Log10:
-      case OpKind::Log1p:
-      case OpKind::Sin:
-      case OpKind::Cos:
-      case OpKind::Tan:
-      case OpKind::Tanh:
-      case OpKind::Sigmoid:
-      case OpKind::Erf:
-      case OpKind::Pow:
-      case OpKind::Atan2:
-        return true;
-      default:
-        return false;
-    }
-  }
   bool is_stashed(size_t i) const { return stash_pass_[i] > 0; }
 
   /// Full values needed in pass p (outputs stored in p, inputs of reductions accumulating in p, and what they are
