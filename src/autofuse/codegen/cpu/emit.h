@@ -70,5 +70,9 @@ std::string splat_literal(const Scalar& s, DType t);
 std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& arg, PrecisionPolicy p);
 /// `e` (a vec<float> expression) rounded to t when t is f16/bf16 (af_rnd_f16 / af_rnd_bf16), else `e` unchanged.
 std::string rounded_to(DType t, const std::string& e);
+/// The scalar that folds the lanes of vector accumulator `acc` (element type `ctype`) of reduction `op`: af_hsum for
+/// sum/mean/var, af_hprod, af_hmax, af_hmin, af_hor (any), af_hand (all); argmax/argmin fold `acc` with the index
+/// vector `idx` (first index, NaN wins). "" for ops that are not reductions.
+std::string horizontal_reduction(OpKind op, const std::string& ctype, const std::string& acc, const std::string& idx);
 
 }  // namespace autofuse

@@ -554,35 +554,7 @@ class Emitter {
       const Node& nd = g_.node(id);
       const std::string at = main_type(nd), sid = s(static_cast<int64_t>(id));
       const std::string nm = (mp ? "am" : "a") + sid;
-      std::string h;
-      switch (nd.op) {
-        case OpKind::Sum:
-        case OpKind::Mean:
-        case OpKind::Var:
-          h = "af_hsum<" + at + ">(" + nm + ")";
-          break;
-        case OpKind::Prod:
-          h = "af_hprod<" + at + ">(" + nm + ")";
-          break;
-        case OpKind::Amax:
-          h = "af_hmax<" + at + ">(" + nm + ")";
-          break;
-        case OpKind::Amin:
-          h = "af_hmin<" + at + ">(" + nm + ")";
-          break;
-        case OpKind::Any:
-          h = "af_hor<" + at + ">(" + nm + ")";
-          break;
-        case OpKind::All:
-          h = "af_hand<" + at + ">(" + nm + ")";
-          break;
-        case OpKind::Argmax:
-        case OpKind::Argmin:
-          h = "af_harg<" + at + ">(" + nm + ", ai" + sid + ", " + (nd.op == OpKind::Argmax ? "true" : "false") + ")";
-          break;
-        default:
-          break;
-      }
+      const std::string h = horizontal_reduction(nd.op, at, nm, "ai" + sid);
       const bool is_arg = nd.op == OpKind::Argmax || nd.op == OpKind::Argmin;
       const std::string rt = is_arg ? "int64_t" : at;
       std::string e = inner_ ? "af_splat<" + rt + ">(" + h + ")" : (is_arg ? "ai" + sid : nm);

@@ -238,4 +238,29 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
   }
 }
 
+std::string horizontal_reduction(OpKind op, const std::string& ctype, const std::string& acc, const std::string& idx) {
+  const std::string args = "<" + ctype + ">(" + acc;
+  switch (op) {
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Var:
+      return "af_hsum" + args + ")";
+    case OpKind::Prod:
+      return "af_hprod" + args + ")";
+    case OpKind::Amax:
+      return "af_hmax" + args + ")";
+    case OpKind::Amin:
+      return "af_hmin" + args + ")";
+    case OpKind::Any:
+      return "af_hor" + args + ")";
+    case OpKind::All:
+      return "af_hand" + args + ")";
+    case OpKind::Argmax:
+    case OpKind::Argmin:
+      return "af_harg" + args + ", " + idx + ", " + (op == OpKind::Argmax ? "true" : "false") + ")";
+    default:
+      return "";
+  }
+}
+
 }  // namespace autofuse
