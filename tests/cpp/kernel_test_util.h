@@ -5,14 +5,34 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "autofuse/ir/graph.h"
 #include "autofuse/ir/tensor.h"
+#include "autofuse/runtime/thread_pool.h"
+#include "autofuse/tiling/tiling_function.h"
 
 namespace autofuse::kernel_testing {
+
+/// Restores the thread count and the forced tiling kind at scope exit (tests that change either).
+struct TilingRestore {
+  int threads = get_num_threads();
+  std::optional<TilingKind> forced = force_tiling_kind(std::nullopt);
+  ~TilingRestore() {
+    set_num_threads(threads);
+    force_tiling_kind(forced);
+  }
+};
+
+/// The seed of a random test: $AUTOFUSE_TEST_SEED, else a fixed default (make test stays reproducible).
+inline uint64_t test_seed() {
+  const char* env = std::getenv("AUTOFUSE_TEST_SEED");
+  return env ? std::strtoull(env, nullptr, 10) : 20261129;
+}
 
 /// Random draws shared by the generators: an element of v, true with probability p, an int in [lo, hi].
 template <class T>

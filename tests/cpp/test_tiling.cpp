@@ -35,15 +35,7 @@ const char* kGraphs[] = {
     "graph ew(%x: f32[s0, s1], %y: f32[s1]) {\n  %z = mul(%x, %y)\n  %t = tanh(%z)\n  return %t\n}\n",
 };
 
-/// Restores the thread count and the forced kind at scope exit.
-struct Restore {
-  int threads = get_num_threads();
-  std::optional<TilingKind> forced = force_tiling_kind(std::nullopt);
-  ~Restore() {
-    set_num_threads(threads);
-    force_tiling_kind(forced);
-  }
-};
+using Restore = kernel_testing::TilingRestore;
 
 std::vector<int64_t> random_sizes(const Graph& g, std::mt19937_64& rng, std::vector<HostTensor>& inputs, Layout l) {
   Bindings b;
@@ -72,7 +64,7 @@ std::vector<int64_t> random_sizes(const Graph& g, std::mt19937_64& rng, std::vec
 
 TEST(Tiling, DecisionsSatisfyConstraints) {
   Restore restore;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = kernel_testing::test_seed();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (const char* text : kGraphs) {
@@ -132,7 +124,7 @@ TEST(Tiling, DecisionsSatisfyConstraints) {
 
 TEST(Tiling, EveryCandidateMatchesInterpreter) {
   Restore restore;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = kernel_testing::test_seed();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   const Layout layouts[] = {Layout::Contiguous, Layout::Permuted, Layout::Gapped, Layout::Expanded};
@@ -173,7 +165,7 @@ TEST(Tiling, EveryCandidateMatchesInterpreter) {
 
 TEST(Tiling, RandomKernelGraphsUnderSplit) {
   Restore restore;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = kernel_testing::test_seed();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   set_num_threads(3);

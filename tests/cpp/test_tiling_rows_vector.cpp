@@ -39,14 +39,7 @@ const char* kInner[] = {
     "  %a = amax(%x) {axes=[1, 2], keepdim=false}\n  return %m, %a\n}\n",
 };
 
-struct Restore {
-  int threads = get_num_threads();
-  std::optional<TilingKind> forced = force_tiling_kind(std::nullopt);
-  ~Restore() {
-    set_num_threads(threads);
-    force_tiling_kind(forced);
-  }
-};
+using Restore = kernel_testing::TilingRestore;
 
 TEST(TilingRowsVector, Permutation) {
   LoopNest two = Kernel::compile(parse_graph(kInner[0]))->loop_nest();
@@ -71,7 +64,7 @@ TEST(TilingRowsVector, Permutation) {
 
 TEST(TilingRowsVector, MatchesInterpreter) {
   Restore restore;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = kernel_testing::test_seed();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   const Layout layouts[] = {Layout::Contiguous, Layout::Permuted, Layout::Gapped, Layout::Expanded};
@@ -120,7 +113,7 @@ TEST(TilingRowsVector, MatchesInterpreter) {
 
 TEST(TilingRowsVector, CandidateConstraints) {
   Restore restore;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = kernel_testing::test_seed();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (const char* text : kInner) {
@@ -158,7 +151,7 @@ TEST(TilingRowsVector, CandidateConstraints) {
 
 TEST(TilingRowsVector, RandomKernelGraphs) {
   Restore restore;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = kernel_testing::test_seed();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   set_num_threads(3);
