@@ -17,12 +17,6 @@ Key = Tuple[str, str, str, str]
 EXCEPTIONS: Dict[Key, Tuple[str, str]] = {
 }
 
-EXCEPTIONS[("norm", "", "bfloat16", "backward")] = (
-    "xfail", "sample 9 (p=-2, dim=1): 2 of 25 gradient entries are 2.1 bf16 ulps from the fp64 gradient where eager's "
-             "is 0.9 (rule: no worse than eager + 1 ulp): PyTorch's decomposition of norm's backward rounds its "
-             "intermediates (x^(p-1), norm^(1-p)) to bf16 where eager's fused kernel keeps float32 (found 12:57; to "
-             "re-judge once kernels keep float32 inside, the perf precision policy)")
-
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 for _op, _variant in (("floor_divide", ""), ("remainder", ""), ("fmod", ""), ("div", "floor_rounding")):
     for _dt in _INT_DTYPES:
