@@ -22,15 +22,14 @@ EXCEPTIONS: Dict[Key, Tuple[str, str]] = {
 }
 
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
-for _op, _variant in (("floor_divide", ""), ("remainder", ""), ("fmod", ""), ("div", "floor_rounding")):
+for _op, _variant in (("floor_divide", ""), ("remainder", ""), ("fmod", ""), ("div", "floor_rounding"),
+                      ("div", "trunc_rounding")):
     for _dt in _INT_DTYPES:
         EXCEPTIONS[(_op, _variant, _dt, "*")] = (
-            "skip", "integer //, % and fmod by a tensor stay with ATen by design: eager raises ZeroDivisionError on a "
-                    "zero divisor and a kernel cannot raise (tests/python/test_int_division.py checks the error and "
-                    "that a nonzero scalar divisor is still compiled)")
-for _dt in _INT_DTYPES:
-    EXCEPTIONS[("div", "trunc_rounding", _dt, "*")] = (
-        "skip", "div(rounding_mode='trunc') on integers is not lowered yet (falls back to ATen with a reason)")
+            "skip", "integer //, %, fmod and trunc division by a tensor stay with ATen by design: eager raises "
+                    "ZeroDivisionError on a zero divisor and a kernel cannot raise (tests/python/test_int_division.py "
+                    "checks the error and that a nonzero scalar divisor is still compiled; trunc division by a scalar: "
+                    "test_regressions.py); every OpInfo sample of these divides by a tensor")
 
 
 #: Per-sample fallbacks to ATen that the OpInfo suite accepts: (ATen op, substring of the lowering's fallback reason)
