@@ -54,21 +54,6 @@ ALLOWED_FALLBACKS: Dict[Tuple[str, str], str] = {
 #: Per-sample expected failures of the comparison with eager: (op, variant, dtype, direction, sample index) -> reason.
 SAMPLE_XFAILS: Dict[Tuple[str, str, str, str, int], str] = {}
 
-#: atan2 f16/bf16 backward, samples 6 and 7 (found 14:35 in the full run): (dtype, sample) -> (condition number of
-#: the worst failing entry, largest error over the 50 entries in units of u * sum|term|: ours, eager's)
-_ATAN2 = {("bfloat16", 6): (30, 0.56, 1.32), ("float16", 6): (11, 0.80, 1.22),
-          ("bfloat16", 7): (1234, 0.52, 1.14), ("float16", 7): (607, 0.80, 0.79)}
-for (_dt, _i), (_cond, _ours, _eager) in _ATAN2.items():
-    SAMPLE_XFAILS[("atan2", "", _dt, "backward", _i)] = (
-        f"y's gradient (y broadcast against x (10,1,5)) sums 10 terms go*-x/(x^2+y^2) of magnitude up to 0.9 that "
-        f"cancel (condition number sum|term| / |sum| up to {_cond}), so rounding a term to {_dt} moves the result by "
-        f"many of its ulps; the backward graph rounds 1/(x^2+y^2) to {_dt} once (it crosses from one kernel to the "
-        f"next, as its two gradient sums run over different axes), eager rounds after every op. Both stay within "
-        f"the error bound of a sum of rounded terms: the largest error over the 50 entries against the fp64 result, "
-        f"in units of u * sum|term|, is ours {_ours}, eager's {_eager}; but on 1-3 entries eager's roundings land "
-        f"closer to fp64 and the element-wise rule (no worse than eager + 1 ulp) fails")
-
-
 def sample_xfail(op: str, variant: str, dtype: str, direction: str, sample: int) -> Optional[str]:
     """The reason sample ``sample`` of a test is expected to fail its comparison with eager, or None."""
     return SAMPLE_XFAILS.get((op, variant, dtype, direction, sample))

@@ -171,11 +171,13 @@ def _grads(fn, sample, seed, round_to=None):
 _LOG = os.environ.get("AUTOFUSE_CONFORMANCE_LOG", "")
 
 
-def _log(request, i: int, seconds: float, kernels: int) -> None:
+def _log(request, i: int, seconds: float, kernels: int, normwise: int = 0) -> None:
+    """One JSON line per passing sample (test id, index, seconds, kernels, and ``normwise``: how many of its gradient
+    tensors passed by compare.py's norm-wise rule only) to AUTOFUSE_CONFORMANCE_LOG."""
     if _LOG:
         with open(_LOG, "a") as f:
             f.write(json.dumps({"test": request.node.callspec.id, "sample": i, "seconds": round(seconds, 3),
-                                "kernels": kernels}) + "\n")
+                                "kernels": kernels, "normwise": normwise}) + "\n")
 
 
 def _check_sample(op, dtype, direction: str, i: int, sample, request) -> None:
@@ -184,7 +186,7 @@ def _check_sample(op, dtype, direction: str, i: int, sample, request) -> None:
     what = f"sample {i} ({sample.summary() if hasattr(sample, 'summary') else sample})"
     t0 = time.perf_counter()
     torch._dynamo.reset()
-    n0 = len(afb.RECORDS)
+    n0, nw0 = len(afb.RECORDS), len(compare.NORMWISE_ACCEPTED)
     compiled = torch.compile(_call(op, sample), backend="autofuse", dynamic=False, fullgraph=True)
     if direction == "forward":
         with torch.no_grad():
@@ -214,8 +216,9 @@ def _check_sample(op, dtype, direction: str, i: int, sample, request) -> None:
         # gradients: the sign of a zero gradient entry depends on how the chain rule is evaluated (PyTorch's
         # backward decompositions vs eager's fused backward kernels, e.g. nll_loss, prod), so it is not compared;
         # forward results keep the strict signed-zero check
+        # gradients also get compare.py's norm-wise rule (entries that are sums of larger terms; see its docstring)
         compare.assert_same(actual, expected, ref, what=f"{direction} {what}",
-                            signed_zeros=(direction == "forward"))
+                            signed_zeros=(direction == "forward"), normwise=(direction == "backward"))
     except AssertionError as e:
         if known is None:
             raise AssertionError(f"{e}\nfallbacks: {_fallbacks(records)}") from None
@@ -226,7 +229,7 @@ def _check_sample(op, dtype, direction: str, i: int, sample, request) -> None:
     refused = [f for f in fallbacks if f not in accepted]
     assert not refused, f"{what}: ops ran in ATen instead of a kernel: {refused}"
     assert k > 0 or accepted, f"{what}: no compiled kernel (the graphs hold only host steps or externs)"
-    _log(request, i, time.perf_counter() - t0, k)
+    _log(request, i, time.perf_counter() - t0, k, normwise=len(compare.NORMWISE_ACCEPTED) - nw0)
 
 
 @pytest.mark.parametrize("op,dtype,direction", _cases())
