@@ -52,7 +52,14 @@ ALLOWED_FALLBACKS: Dict[Tuple[str, str], str] = {
 
 
 #: Per-sample expected failures of the comparison with eager: (op, variant, dtype, direction, sample index) -> reason.
-SAMPLE_XFAILS: Dict[Tuple[str, str, str, str, int], str] = {}
+SAMPLE_XFAILS: Dict[Tuple[str, str, str, str, int], str] = {
+    ("nn.functional.layer_norm", "", "float32", "backward", 2): (
+        "layer_norm over a normalized shape of (1,) (one element per row): x - mean(x) is exactly 0, so the input's "
+        "gradient is exactly 0 (fp64: 0; weight's: 2.5e-14). Ours is 0 and 0; eager's fused backward returns "
+        "1.2207e-4 and -9.4e-6: its x - mean keeps a float32 rounding residue that rsqrt(var + eps) = rsqrt(1e-5) = "
+        "316 amplifies. The float32 comparison is with eager only (no fp64 reference), so it fails on eager's error "
+        "(found 14:58 in the full run)"),
+}
 
 def sample_xfail(op: str, variant: str, dtype: str, direction: str, sample: int) -> Optional[str]:
     """The reason sample ``sample`` of a test is expected to fail its comparison with eager, or None."""
