@@ -35,6 +35,8 @@ CASES = int(os.environ.get("AUTOFUSE_HARD_CASES", "240"))
 # base with AUTOFUSE_HARD_SEED (e.g. AUTOFUSE_HARD_SEED=$RANDOM).
 BASE_SEED = int(os.environ.get("AUTOFUSE_HARD_SEED", "20261129"))
 VALUES_PER_CHAIN = 8
+#: compare.py's float32/float64 tolerance multiplier for chains of up to 5 ops (each a few ulp from ATen's math).
+CHAIN_TOL_SCALE = 64.0
 print(f"test_hard_inputs: AUTOFUSE_HARD_SEED={BASE_SEED} AUTOFUSE_HARD_CASES={CASES}")
 
 native = pytest.mark.skipif(not backend.has_native_kernels(),
@@ -163,6 +165,8 @@ class Chain:
             tails = [t for t in tails if t in EXACT_TAILS]
         self.tail = rng.choice(tails)
         self.inplace = rng.random() < 0.2 and self.dtype != torch.bool
+        if self.inplace and _INPLACE_0D_F64_LOST and self.dtype == torch.float64 and len(self.shape) == 0:
+            self.inplace = False  # PyTorch loses this update itself: see _inplace_0d_f64_lost (drawn first: same stream)
 
     def describe(self) -> str:
         ops = " -> ".join(n for n, _, _ in self.ops)
@@ -189,31 +193,66 @@ class Chain:
                                                                           self.layouts[1])]
 
 
-def _check_float_sum(got: torch.Tensor, want: torch.Tensor, summands: torch.Tensor, what: str) -> None:
+def _sum_bound(summands: torch.Tensor, total: torch.Tensor, dtype: torch.dtype):
+    """(bound, defined) of _check_float_sum for ``summands`` (float64) summed to ``total`` in ``dtype``."""
+    x = summands.double()
+    finite_abs = torch.where(x.isfinite(), x.abs(), torch.zeros_like(x)).sum(-1)
+    n = x.shape[-1] if x.dim() else 1
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    defined = finite_abs * (1 + n * torch.finfo(acc).eps) < torch.finfo(dtype).max
+    bound = (max(n - 1, 1) * torch.finfo(acc).eps / 2) * finite_abs \
+        + torch.finfo(dtype).eps * total.double().abs().nan_to_num(0.0, 0.0, 0.0) + 1e-30
+    if dtype in (torch.float32, torch.float64):
+        # the summands themselves carry the chain's error (SLEEF vs ATen math, a few ulp per op), which the element-
+        # wise check allows as 64 x the dtype's rtol (compare.py); a sum of n of them moves by at most that on sum|x_i|
+        # (seed 40000192: one summand of tanh -> fmin -> tanh -> maximum -> sub, 8 float32 ulps from eager's)
+        bound = bound + CHAIN_TOL_SCALE * compare._DEFAULT_TOL[dtype][0] * finite_abs
+    return bound, defined
+
+
+def _check_float_sum(got: torch.Tensor, want: torch.Tensor, summands: torch.Tensor, what: str,
+                     ref: torch.Tensor = None, ref_summands: torch.Tensor = None) -> None:
     """A float sum over the last axis, judged with the error bound of recursive summation in any order (Higham,
     "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 4.2): |error| <= (n-1) * u * sum|x_i|, u the
     accumulator's unit roundoff (float32 for f16/bf16/f32, float64 for f64), plus the rounding of the result to its
     dtype. Rows whose finite summands' sum|x_i| exceeds the dtype's max are not compared: whether such a sum
     overflows to +-inf, cancels to a finite value or makes NaN (inf - inf) depends on the summation order, which
     eager does not define (found by seed 30000038: a row holding FLT_MAX and -FLT_MAX summed to -9.18 in eager,
-    -6.39 in float64)."""
+    -6.39 in float64).
+
+    f16/bf16 with ``ref`` (the program in float64) and ``ref_summands``: a row also passes when ours is no further
+    from the float64 sum than eager's is, plus the same bound computed on the float64 summands. Kernels keep float32
+    between ops (docs/precision.md), so a summand can differ from eager's by more than rounding where a
+    discontinuous op follows a value eager rounds (seed 40000003: bf16 1 + 0.001 is 1 in eager, sqrt then ceil give
+    1 in eager, 2 in ours and in float64)."""
     assert got.shape == want.shape and got.dtype == want.dtype, f"{what}: {got.dtype}{list(got.shape)} vs eager"
-    x = summands.double()
-    finite_abs = torch.where(x.isfinite(), x.abs(), torch.zeros_like(x)).sum(-1)
-    n = x.shape[-1] if x.dim() else 1
-    acc = torch.float64 if got.dtype == torch.float64 else torch.float32
-    fmax = torch.finfo(got.dtype).max
-    defined = finite_abs * (1 + n * torch.finfo(acc).eps) < fmax
-    g, w = got.double()[defined], want.double()[defined]
+    bound, defined = _sum_bound(summands, want, got.dtype)
+    g, w, bound = got.double()[defined], want.double()[defined], bound[defined]
     assert torch.equal(g.isnan(), w.isnan()), f"{what}: NaN positions of the sum differ from eager"
-    bound = (max(n - 1, 1) * torch.finfo(acc).eps / 2) * finite_abs[defined] \
-        + torch.finfo(got.dtype).eps * w.abs().nan_to_num(0.0, 0.0, 0.0) + 1e-30
     same = (g == w) | (g.isnan() & w.isnan())
     ok = same | ((g - w).abs() <= bound)
+    if ref is not None and ref_summands is not None and not bool(ok.all()):
+        rbound, rdefined = _sum_bound(ref_summands, ref, got.dtype)
+        r = ref.double()[defined]
+        closer = (g - r).abs() <= (w - r).abs().nan_to_num(float("inf")) + rbound[defined]
+        ok |= closer & rdefined[defined] & r.isfinite()
     if not bool(ok.all()):
         i = int((~ok).nonzero()[0])
         raise AssertionError(f"{what}: sum differs from eager beyond the summation bound: ours {g[i].item()!r}, "
                              f"eager {w[i].item()!r}, bound {bound[i].item()!r}")
+
+
+def _check_lowp_argmax(got: torch.Tensor, want: torch.Tensor, values: torch.Tensor, what: str) -> None:
+    """argmax over the last axis of f16/bf16 ``values`` (eager's, rounded after every op): ours passes where it equals
+    eager's index, or where eager's rounded values at both indices are equal and not NaN (a tie in eager's rounding,
+    which our float32-inside kernel resolves with the unrounded values; found by seeds 40000167 and 40000200)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, f"{what}: {got.dtype}{list(got.shape)} vs eager"
+    v = values.double()
+    at_ours = v.gather(-1, got.unsqueeze(-1)).squeeze(-1)
+    at_eager = v.gather(-1, want.unsqueeze(-1)).squeeze(-1)
+    ok = (got == want) | ((at_ours == at_eager) & ~at_eager.isnan())
+    assert bool(ok.all()), (f"{what}: argmax {got[~ok][0].item()} where eager's is {want[~ok][0].item()} "
+                            f"(eager's values there {at_ours[~ok][0].item()!r} and {at_eager[~ok][0].item()!r})")
 
 
 def _clone_like(t: torch.Tensor) -> torch.Tensor:
@@ -223,6 +262,32 @@ def _clone_like(t: torch.Tensor) -> torch.Tensor:
     out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype)
     out.copy_(t)
     return out
+
+
+def _inplace_0d_f64_lost() -> bool:
+    """Whether PyTorch's own AOTAutograd (backend "aot_eager", no Autofuse involved) drops ``x.add_(1)`` on a 0-d
+    float64 graph input: with torch 2.13 the update never reaches x and the graph computes on the old value (found by
+    hard-input seed 40000015, 2026-11-29; float32 and 1-d float64 are fine). Chains skip that one combination while
+    this holds; test_inplace_0d_float64_pytorch_bug tells when a PyTorch upgrade fixes it."""
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    torch._dynamo.reset()
+    x = torch.tensor(1.0, dtype=torch.float64)
+    torch.compile(f, backend="aot_eager", fullgraph=True, dynamic=False)(x)
+    torch._dynamo.reset()
+    return x.item() != 2.0
+
+
+_INPLACE_0D_F64_LOST = _inplace_0d_f64_lost()
+
+
+def test_inplace_0d_float64_pytorch_bug():
+    """Reports whether the PyTorch bug that makes the chains skip in-place updates of 0-d float64 inputs is still
+    there (it is not ours: backend aot_eager shows it); skipped while it is, so the skip in Chain is visible."""
+    if _INPLACE_0D_F64_LOST:
+        pytest.skip("PyTorch (aot_eager) loses x.add_(1) on a 0-d float64 input: chains skip that combination")
 
 
 #: Chain indices (the test ids): the chain seed is BASE_SEED + index, so ids agree across pytest-xdist workers (every
@@ -259,7 +324,13 @@ def test_hard_chain(chain_index, monkeypatch):
             # the same program in float64 on the same values: the reference fp16/bf16 results are judged against
             ref = fn(*[_clone_like(a).double() for a in args]) if chain.tail != "argmax" else None
         if chain.tail == "sum" and chain.dtype.is_floating_point:
-            _check_float_sum(got, want, chain.fn(with_tail=False)(*[_clone_like(a) for a in args]), what)
+            ref_summands = None
+            if ref is not None:
+                ref_summands = chain.fn(with_tail=False)(*[_clone_like(a).double() for a in args])
+            _check_float_sum(got, want, chain.fn(with_tail=False)(*[_clone_like(a) for a in args]), what, ref,
+                             ref_summands)
+        elif chain.tail == "argmax" and chain.dtype in compare.LOWP:
+            _check_lowp_argmax(got, want, chain.fn(with_tail=False)(*[_clone_like(a) for a in args]), what)
         else:
             # amax of -0.0 and +0.0: which zero eager returns depends on its reduction order (not a defined result)
             compare.assert_same(got, want, ref, what=what, tol_scale=64.0, signed_zeros=chain.tail != "amax")
