@@ -27,6 +27,8 @@ LOWP_CASES = [
     ("eager NaN, ours far from fp64", [100.0], [NAN], [35000.0], False),
     ("ours NaN, fp64 finite", [NAN], [INF], [5.0], False),
     ("zero with the reference's sign", [-0.0], [0.0], [-1e-30], True),
+    ("reference overflows f16, ours its infinity", [-INF], [NAN], [-4.5e6], True),
+    ("reference overflows f16, ours the other infinity", [INF], [NAN], [-4.5e6], False),
     ("zero against the reference's sign", [0.0], [-0.0], [-1e-30], False),
 ]
 
