@@ -332,8 +332,13 @@ def test_hard_chain(chain_index, monkeypatch):
         elif chain.tail == "argmax" and chain.dtype in compare.LOWP:
             _check_lowp_argmax(got, want, chain.fn(with_tail=False)(*[_clone_like(a) for a in args]), what)
         else:
-            # amax of -0.0 and +0.0: which zero eager returns depends on its reduction order (not a defined result)
-            compare.assert_same(got, want, ref, what=what, tol_scale=64.0, signed_zeros=chain.tail != "amax")
+            # amax of -0.0 and +0.0: which zero eager returns depends on its reduction order (not a defined result);
+            # so does the zero of a minimum/maximum/fmin/fmax tie of -0.0 and +0.0 on its code path (measured with
+            # torch 2.13: the vectorized loop returns the other operand than the 0-d scalar loop, and bf16 fmin/fmax
+            # the other one than f16/f32; seeds 40000085, 40000291 have such ties on strided inputs)
+            ties = {"minimum", "maximum", "fmin", "fmax"} & {n for n, _, _ in chain.ops}
+            compare.assert_same(got, want, ref, what=what, tol_scale=64.0,
+                                signed_zeros=chain.tail != "amax" and not ties)
         compare.assert_same(ours_args, eager_args, None, what=f"{what} (inputs after the call)", tol_scale=64.0)
     records = backend.RECORDS[n0:]
     assert records, f"{chain.describe()}: the autofuse backend never ran"
