@@ -165,8 +165,6 @@ class Chain:
             tails = [t for t in tails if t in EXACT_TAILS]
         self.tail = rng.choice(tails)
         self.inplace = rng.random() < 0.2 and self.dtype != torch.bool
-        if self.inplace and _INPLACE_0D_F64_LOST and self.dtype == torch.float64 and len(self.shape) == 0:
-            self.inplace = False  # PyTorch loses this update itself: see _inplace_0d_f64_lost (drawn first: same stream)
 
     def describe(self) -> str:
         ops = " -> ".join(n for n, _, _ in self.ops)
@@ -262,32 +260,6 @@ def _clone_like(t: torch.Tensor) -> torch.Tensor:
     out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype)
     out.copy_(t)
     return out
-
-
-def _inplace_0d_f64_lost() -> bool:
-    """Whether PyTorch's own AOTAutograd (backend "aot_eager", no Autofuse involved) drops ``x.add_(1)`` on a 0-d
-    float64 graph input: with torch 2.13 the update never reaches x and the graph computes on the old value (found by
-    hard-input seed 40000015, 2026-11-29; float32 and 1-d float64 are fine). Chains skip that one combination while
-    this holds; test_inplace_0d_float64_pytorch_bug tells when a PyTorch upgrade fixes it."""
-    def f(x):
-        x.add_(1)
-        return x * 2
-
-    torch._dynamo.reset()
-    x = torch.tensor(1.0, dtype=torch.float64)
-    torch.compile(f, backend="aot_eager", fullgraph=True, dynamic=False)(x)
-    torch._dynamo.reset()
-    return x.item() != 2.0
-
-
-_INPLACE_0D_F64_LOST = _inplace_0d_f64_lost()
-
-
-def test_inplace_0d_float64_pytorch_bug():
-    """Reports whether the PyTorch bug that makes the chains skip in-place updates of 0-d float64 inputs is still
-    there (it is not ours: backend aot_eager shows it); skipped while it is, so the skip in Chain is visible."""
-    if _INPLACE_0D_F64_LOST:
-        pytest.skip("PyTorch (aot_eager) loses x.add_(1) on a 0-d float64 input: chains skip that combination")
 
 
 #: Chain indices (the test ids): the chain seed is BASE_SEED + index, so ids agree across pytest-xdist workers (every
