@@ -61,6 +61,9 @@ def _unary_float(L: Lowerer, node) -> int:
 
 def _unary_same(L: Lowerer, node) -> int:
     x = L.value(node.args[0])
+    if L.node(x).dtype == torch.bool and node.target.overloadpacket is aten.sign:
+        # sign of a bool is the bool itself in eager (True -> True); x != False computes that copy in a kernel
+        return _op(L, "ne", [x, L.constant(False, torch.bool)], dtype=torch.bool)
     if L.node(x).dtype == torch.bool and node.target.overloadpacket is not aten.bitwise_not:
         raise Unsupported("bool input")
     return _op(L, _UNARY_SAME[node.target.overloadpacket], [x])

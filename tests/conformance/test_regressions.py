@@ -118,3 +118,11 @@ def test_integer_trunc_division_by_scalar(dtype):
     divisors = (3, 1, 7, 2) if dtype == torch.uint8 else (3, -4, 1, 7, -128) if dtype.itemsize >= 4 else (3, -4, -1, 7)
     for c in divisors:
         _check(lambda x: torch.div(x, c, rounding_mode="trunc"), a)
+
+
+@native
+def test_sign_of_bool():
+    """OpInfo sign-bool-forward: ``torch.sign`` of a bool tensor (the tensor itself in eager) fell back to ATen
+    ("aten.sign: bool input"); it is now a kernel computing x != False."""
+    g = torch.Generator().manual_seed(3)
+    _check(torch.sign, torch.rand(20, 20, generator=g) < 0.5)
