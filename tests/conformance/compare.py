@@ -77,12 +77,13 @@ def _lowp_check(actual: torch.Tensor, expected: torch.Tensor, ref: Optional[torc
     nan_a, nan_e = a.isnan(), e.isnan()
     both_zero = (a == 0) & (e == 0)
     same = ((a == e) & (torch.signbit(a) == torch.signbit(e))) | (nan_a & nan_e)
-    near = ~nan_a & ~nan_e & ~both_zero & ((a - e).abs() <= atol + rtol * e.abs())
+    near = ~nan_a & e.isfinite() & ~both_zero & ((a - e).abs() <= atol + rtol * e.abs())  # inf: rtol*inf excuses all
     ok = same | near
     if ref is not None and isinstance(ref, torch.Tensor) and ref.shape == actual.shape:
         r = ref.double()
         fi = torch.finfo(actual.dtype)
-        ulp = fi.eps * r.abs().clamp_min(fi.tiny)
+        # one ulp at the reference; 0 (tiny) at a NaN/inf reference, where "+ 1 ulp" must not excuse anything
+        ulp = fi.eps * r.abs().nan_to_num(0.0, 0.0, 0.0).clamp_min(fi.tiny)
         zero_sign_ok = (a != 0) | (torch.signbit(a) == torch.signbit(r))
         better = (_dist(a, r) <= _dist(e, r) + ulp) & (~nan_a | r.isnan()) & zero_sign_ok
         # where eager is NaN/inf but the reference is finite (eager's per-op rounding overflowed), "no worse than

@@ -28,6 +28,8 @@ LOWP_CASES = [
     ("ours NaN, fp64 finite", [NAN], [INF], [5.0], False),
     ("zero with the reference's sign", [-0.0], [0.0], [-1e-30], True),
     ("reference overflows f16, ours its infinity", [-INF], [NAN], [-4.5e6], True),
+    ("ours NaN like fp64, eager inf", [NAN], [INF], [NAN], True),
+    ("ours finite, eager and fp64 inf", [5.0], [INF], [INF], False),
     ("reference overflows f16, ours the other infinity", [INF], [NAN], [-4.5e6], False),
     ("zero against the reference's sign", [0.0], [-0.0], [-1e-30], False),
 ]

@@ -226,14 +226,15 @@ def _check_float_sum(got: torch.Tensor, want: torch.Tensor, summands: torch.Tens
     assert got.shape == want.shape and got.dtype == want.dtype, f"{what}: {got.dtype}{list(got.shape)} vs eager"
     bound, defined = _sum_bound(summands, want, got.dtype)
     g, w, bound = got.double()[defined], want.double()[defined], bound[defined]
-    assert torch.equal(g.isnan(), w.isnan()), f"{what}: NaN positions of the sum differ from eager"
-    same = (g == w) | (g.isnan() & w.isnan())
+    same = (g == w) | (g.isnan() & w.isnan())  # a NaN in only one of them is never within the bound
     ok = same | ((g - w).abs() <= bound)
     if ref is not None and ref_summands is not None and not bool(ok.all()):
         rbound, rdefined = _sum_bound(ref_summands, ref, got.dtype)
         r = ref.double()[defined]
         closer = (g - r).abs() <= (w - r).abs().nan_to_num(float("inf")) + rbound[defined]
-        ok |= closer & rdefined[defined] & r.isfinite()
+        ok |= closer & rdefined[defined] & r.isfinite()  # where eager's f16 intermediates overflowed to NaN, too
+    if not bool(ok.all()) and not torch.equal(g.isnan(), w.isnan()):
+        raise AssertionError(f"{what}: NaN positions of the sum differ from eager")
     if not bool(ok.all()):
         i = int((~ok).nonzero()[0])
         raise AssertionError(f"{what}: sum differs from eager beyond the summation bound: ours {g[i].item()!r}, "
