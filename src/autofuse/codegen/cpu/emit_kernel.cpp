@@ -34,6 +34,7 @@ class Emitter {
     if (nest.reduce_axes().empty()) num_passes_ = std::max(num_passes_, 1);
     plan_stash();
     plan_prefetch();
+    if (inner_) rcp_ = divisors_with_reciprocal(g, nest);
   }
 
   std::string run() {
@@ -621,9 +622,11 @@ class Emitter {
     } else {
       std::vector<std::string> args;
       for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
-      e = op_expression(g_, nd, args, o_.precision);
+      const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
+      e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "");
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
+    if (!rcp_.empty() && rcp_[static_cast<size_t>(id)]) line("const vec<float> " + var + "_r = 1.0f / " + var + ";");
   }
 
   void emit_stores(ValueId id) {
@@ -674,6 +677,7 @@ class Emitter {
   std::map<ValueId, std::string> red_value_;
   int prefetch_pass_ = 0;        // the pass that prefetches the next row (0: none)
   std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
+  std::vector<bool> rcp_;        // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
   std::ostringstream out_;
   int ind_ = 0;
 };
