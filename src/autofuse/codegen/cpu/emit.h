@@ -58,6 +58,12 @@ std::string outer_accumulate(const OuterReduction& r, const std::string& ptr, co
                              const std::string& lanes);
 
 // ---- per-op pieces (emit_ops.cpp) ----
+/// Whether a reduction op over inputs of dtype `in` sums floats in a cascade (f32 block partials folded into f64).
+bool is_cascade_sum(OpKind k, DType in);
+/// C++ element type of reduction node n's vector accumulator (int64_t for integer sums/products, uint8_t for
+/// any/all, else the input's compute type), and of its row-level accumulator (double for cascade float sums).
+std::string reduction_acc_ctype(const Graph& g, const Node& n);
+std::string reduction_main_ctype(const Graph& g, const Node& n);
 /// C++ type values of dtype t are computed in (uint8_t for bool, float for f16/bf16/f32, ...).
 std::string compute_ctype(DType t);
 /// C++ type of t in memory (_Float16 for f16, af_bf16 for bf16, uint8_t for bool).

@@ -10,9 +10,7 @@
 namespace autofuse {
 namespace {
 
-bool is_cascade(OpKind k, DType in) {
-  return (k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Var) && is_float(in);
-}
+bool is_cascade(OpKind k, DType in) { return is_cascade_sum(k, in); }
 
 class Emitter {
  public:
@@ -268,9 +266,13 @@ class Emitter {
     const std::vector<int> ra = nest_.reduce_axes();
     return inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_ && !prefetched_operands().empty();
   }
+  // Outputs written along the row are prefetched for writing too (prefetchw: the next row's lines are owned before
+  // the stores, whose read-for-ownership misses otherwise serialise after the reads): softmax bf16 +5-9 points of
+  // copy bandwidth in interleaved runs at load 10 (docs/codegen.md).
   std::vector<size_t> prefetched_operands() const {
     std::vector<size_t> ks;
-    for (size_t k = 0; k < static_cast<size_t>(nest_.num_inputs); ++k) {
+    for (size_t k = 0; k < nest_.operands.size(); ++k) {
+      if (outer_of(k)) continue;
       bool per_row = false;
       for (int a : nest_.kept_axes()) per_row = per_row || op_varies(k, a);
       if (op_varies(k, v_) && per_row && o_.unit_inner[k]) ks.push_back(k);
@@ -307,7 +309,8 @@ class Emitter {
   }
   void emit_prefetches() {
     for (size_t k : prefetched_operands())
-      line("__builtin_prefetch(p" + s(k) + " + pn" + s(k) + " + i" + s(v_) + ", 0, 3);");
+      line("__builtin_prefetch(p" + s(k) + " + pn" + s(k) + " + i" + s(v_) + ", " +
+           (static_cast<int>(k) < nest_.num_inputs ? "0" : "1") + ", 3);");
   }
 
   void emit_passes() {
@@ -331,26 +334,8 @@ class Emitter {
     return out;
   }
 
-  std::string acc_type(const Node& nd) const {
-    DType in = g_.node(nd.inputs[0]).dtype;
-    switch (nd.op) {
-      case OpKind::Sum:
-      case OpKind::Prod:
-        return is_float(in) ? compute_ctype(in) : "int64_t";
-      case OpKind::Any:
-      case OpKind::All:
-        return "uint8_t";
-      default:
-        return compute_ctype(in);
-    }
-  }
-
-  /// Type of the main (row-level) accumulator: float sums fold their f32 block partials into f64, so a long row's
-  /// error stays at the block level (blk * AF_W elements) instead of growing with the row.
-  std::string main_type(const Node& nd) const {
-    const std::string at = acc_type(nd);
-    return is_cascade(nd.op, g_.node(nd.inputs[0]).dtype) && at == "float" ? "double" : at;
-  }
+  std::string acc_type(const Node& nd) const { return reduction_acc_ctype(g_, nd); }
+  std::string main_type(const Node& nd) const { return reduction_main_ctype(g_, nd); }
 
   std::string acc_init(const Node& nd) const {
     const std::string at = acc_type(nd);
@@ -433,7 +418,8 @@ class Emitter {
         line("const int64_t be = af_imin<int64_t>(" + na + ", bb + blk * " + step + ");");
         for (auto& [id, mp] : accs)
           if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype))
-            line("vec<" + acc_type(g_.node(id)) + "> b" + (mp ? "am" : "a") + s(static_cast<int64_t>(id)) + " = {};");
+            line("vec<" + acc_type(g_.node(id)) + "> b" + (mp ? "am" : "a") + s(static_cast<int64_t>(id)) + " = {}" +
+                 (inner_ ? ", b" + std::string(mp ? "am" : "a") + s(static_cast<int64_t>(id)) + "_2 = {};" : ";"));
       } else {
         line("const int64_t bb = 0, be = " + na + ";");
       }
@@ -457,9 +443,10 @@ class Emitter {
           if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
             std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
             const std::string mt = main_type(g_.node(id));
-            line(nm + " = " + nm + " + " +
-                 (mt == acc_type(g_.node(id)) ? "b" + nm : "__builtin_convertvector(b" + nm + ", vec<" + mt + ">)") +
-                 ";");
+            auto wide = [&](const std::string& b) {
+              return mt == acc_type(g_.node(id)) ? b : "__builtin_convertvector(" + b + ", vec<" + mt + ">)";
+            };
+            line(nm + " = " + nm + " + " + wide("b" + nm) + (inner_ ? " + " + wide("b" + nm + "_2") : "") + ";");
           }
         close();
       }
@@ -497,7 +484,12 @@ class Emitter {
     const std::string x = "x" + s(static_cast<int64_t>(nd.inputs[0]));
     const std::string sid = s(static_cast<int64_t>(id));
     const std::string base = (mean_pass ? "am" : "a") + sid;
-    const std::string tgt = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
+    const std::string tgt0 = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
+    // Lanes along the row: a cascade block sums into two partials in turn (b<acc> and b<acc>_2, swapped after each
+    // add), so consecutive adds do not wait for each other (two dependency chains; layer norm's passes were bound by
+    // the one chain's add latency). The masked tail adds into the first.
+    const bool two = inner_ && tgt0 != base && !tail;
+    const std::string tgt = two ? tgt0 + "_2" : tgt0;
     std::string xv = x;
     if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct)
       xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
@@ -545,6 +537,8 @@ class Emitter {
     }
     if (tail)
       line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
+    else if (two)
+      line("{ const vec<" + at + "> t_ = " + nv + "; " + tgt + " = " + tgt0 + "; " + tgt0 + " = t_; }");
     else
       line(tgt + " = " + nv + ";");
   }

@@ -269,6 +269,31 @@ std::string horizontal_reduction(OpKind op, const std::string& ctype, const std:
 
 namespace autofuse {
 
+bool is_cascade_sum(OpKind k, DType in) {
+  return (k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Var) && is_float(in);
+}
+
+std::string reduction_acc_ctype(const Graph& g, const Node& n) {
+  const DType in = g.node(n.inputs[0]).dtype;
+  switch (n.op) {
+    case OpKind::Sum:
+    case OpKind::Prod:
+      return is_float(in) ? compute_ctype(in) : "int64_t";
+    case OpKind::Any:
+    case OpKind::All:
+      return "uint8_t";
+    default:
+      return compute_ctype(in);
+  }
+}
+
+/// Float sums fold their f32 block partials into f64, so a long row's error stays at the block level (blk * AF_W
+/// elements) instead of growing with the row.
+std::string reduction_main_ctype(const Graph& g, const Node& n) {
+  const std::string at = reduction_acc_ctype(g, n);
+  return is_cascade_sum(n.op, g.node(n.inputs[0]).dtype) && at == "float" ? "double" : at;
+}
+
 std::vector<bool> divisors_with_reciprocal(const Graph& g, const LoopNest& nest) {
   std::vector<bool> rcp(g.size(), false);
   if (!nest.inner_reduction) return rcp;
