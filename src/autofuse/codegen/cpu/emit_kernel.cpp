@@ -296,7 +296,7 @@ class Emitter {
   /// `pn<k>`: operand k's offset of the next row (this row's at the last row of the call).
   void emit_next_row_offsets() {
     const std::vector<int> ko = nest_.kept_axes();
-    line("int64_t nrest = row + 1 < row_end ? row + 1 : row;");
+    line("int64_t nrest = row + AF_PF_AHEAD < row_end ? row + AF_PF_AHEAD : row;");
     for (size_t j = ko.size(); j-- > 0;)
       line("const int64_t j" + s(ko[j]) + " = nrest % n" + s(ko[j]) + "; nrest /= n" + s(ko[j]) + ";");
     line("(void)nrest;");
