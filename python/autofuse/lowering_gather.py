@@ -1,0 +1,102 @@
+"""Lowerings of ``aten.gather`` and ``aten.scatter`` whose index has size 1 along the (last) dim: cross-entropy's and
+NLL's pattern (``gather(log_softmax, -1, target[:, None])`` forward, ``scatter(zeros, -1, target[:, None], -1.0)``
+backward), written as IR the fusion pass can put in the row kernel that computes the rows.
+
+With ``C`` the size of ``dim`` and ``m = eq(iota(C), index)`` (true at exactly one position per row when the index is
+in range):
+
+- gather: ``amax(where(m, x, LOW), dim, keepdim)``, LOW = -inf for floats (the dtype's minimum for integers). Every
+  position but the target holds LOW, so the result is the target element itself, bit for bit: max(-inf, v) is v for
+  every v including -0.0, +-inf and NaN (the emitted and the reference amax propagate NaN). Values elsewhere in the
+  row never reach the max (``where`` replaces them, NaN included). A sum form (``sum(where(m, x, 0))``) would not be
+  exact: the accumulator starts at +0.0, which turns a -0.0 target into +0.0.
+- scatter: ``where(m, src_or_value, self)`` is a per-element selection, exact by construction.
+
+Out-of-range indices: eager raises ``RuntimeError: index I is out of bounds for dimension D with size C``; a kernel
+cannot raise, so each lowering records ``(index value, C, dim, op)`` in ``LoweredGraph.index_checks``. The fusion
+input marks those index values as outputs (native.to_core), so they are materialized, and the generated program
+(program.py) checks them on the host right after they are computed (one min/max pass over one int per row) and
+raises eager's error before any result is returned.
+
+Other gathers/scatters (index wider than 1 along dim, a dim other than the last, smaller index extents in the other
+dims, scatter with ``reduce=``) stay ATen calls.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .lowering import Lowerer, Unsupported, register
+from .lowering_reduction import _reduce
+
+aten = torch.ops.aten
+
+
+def _row_pattern(L: Lowerer, node, self_arg, dim, index_arg):
+    """Check the pattern; returns (self value, index value as i64, normalized dim, self shape)."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise Unsupported("gather/scatter with a symbolic dim")
+    xs = L.shape_of(self_arg)
+    ishape = L.shape_of(index_arg)
+    rank = len(xs)
+    if rank == 0:
+        raise Unsupported("gather/scatter of a 0-d tensor")
+    d = dim % rank
+    if d != rank - 1:
+        raise Unsupported("gather/scatter along a dim other than the last")
+    if len(ishape) != rank or ishape[d] != 1:
+        raise Unsupported("gather/scatter index wider than 1 along dim (only the one-per-row pattern is lowered)")
+    for k in range(rank):
+        if k != d and ishape[k] != xs[k]:
+            raise Unsupported("gather/scatter index smaller than the input in a dim other than dim")
+    x = L.value(self_arg)
+    if L.node(x).dtype == torch.bool:
+        raise Unsupported("gather/scatter of a bool tensor")
+    idx = L.value(index_arg)
+    if L.node(idx).dtype != torch.int64:
+        raise Unsupported("gather/scatter index of a dtype other than int64")
+    return x, idx, d, xs
+
+
+def _mask(L: Lowerer, idx: int, d: int, xs) -> int:
+    """``eq(iota(C), index)``: bool of the input's shape, true where the position along dim equals the index."""
+    c = xs[d]
+    iota = L.add("iota", [], {"length": c, "start": 0, "step": 1, "dtype": "i64"}, torch.int64, (c,))
+    return L.add("eq", [iota, idx], {}, torch.bool, xs)
+
+
+def _record_check(L: Lowerer, idx: int, d: int, xs, op: str) -> None:
+    L.g.index_checks.append((idx, xs[d], d, op))
+
+
+@register(aten.gather.default)
+def _gather(L: Lowerer, node) -> int:
+    if node.kwargs.get("sparse_grad") or (len(node.args) > 3 and node.args[3]):
+        raise Unsupported("gather with sparse_grad=True")
+    x, idx, d, xs = _row_pattern(L, node, node.args[0], node.args[1], node.args[2])
+    dt = L.node(x).dtype
+    low = float("-inf") if dt.is_floating_point else torch.iinfo(dt).min
+    sel = L.add("where", [_mask(L, idx, d, xs), x, L.constant(low, dt)], {}, dt, xs)
+    out = _reduce(L, "amax", sel, [d], True)
+    _record_check(L, idx, d, xs, "gather")
+    return out
+
+
+@register(aten.scatter.value, aten.scatter.src)
+def _scatter(L: Lowerer, node) -> int:
+    if node.kwargs.get("reduce") is not None:
+        raise Unsupported("scatter with reduce=")
+    x, idx, d, xs = _row_pattern(L, node, node.args[0], node.args[1], node.args[2])
+    dt = L.node(x).dtype
+    value = node.args[3] if len(node.args) > 3 else node.kwargs.get("value", node.kwargs.get("src"))
+    if node.target is aten.scatter.src:
+        if L.shape_of(value) != L.shape_of(node.args[2]):
+            raise Unsupported("scatter src of a shape other than the index's")
+        v = L.cast(L.value(value), dt)
+    else:
+        if not isinstance(value, (bool, int, float)):
+            raise Unsupported("scatter with a symbolic value")
+        v = L.constant(value, dt)
+    out = L.add("where", [_mask(L, idx, d, xs), v, x], {}, dt, xs)
+    _record_check(L, idx, d, xs, "scatter")
+    return out
