@@ -27,34 +27,41 @@ from __future__ import annotations
 import torch
 
 from .lowering import Lowerer, Unsupported, register
+from .lowering_layout import VIEW_REASON
 from .lowering_reduction import _reduce
 
 aten = torch.ops.aten
 
 
+def _unsupported(detail: str) -> Unsupported:
+    """The fallback of a gather/scatter outside the lowered pattern: an ATen call like the other layout ops (the
+    reason starts with lowering_layout.VIEW_REASON, which reports count as by design)."""
+    return Unsupported(f"{VIEW_REASON} ({detail})")
+
+
 def _row_pattern(L: Lowerer, node, self_arg, dim, index_arg):
     """Check the pattern; returns (self value, index value as i64, normalized dim, self shape)."""
     if not isinstance(dim, int) or isinstance(dim, bool):
-        raise Unsupported("gather/scatter with a symbolic dim")
+        raise _unsupported("gather/scatter with a symbolic dim")
     xs = L.shape_of(self_arg)
     ishape = L.shape_of(index_arg)
     rank = len(xs)
     if rank == 0:
-        raise Unsupported("gather/scatter of a 0-d tensor")
+        raise _unsupported("gather/scatter of a 0-d tensor")
     d = dim % rank
     if d != rank - 1:
-        raise Unsupported("gather/scatter along a dim other than the last")
+        raise _unsupported("gather/scatter along a dim other than the last")
     if len(ishape) != rank or ishape[d] != 1:
-        raise Unsupported("gather/scatter index wider than 1 along dim (only the one-per-row pattern is lowered)")
+        raise _unsupported("gather/scatter index wider than 1 along dim (only the one-per-row pattern is lowered)")
     for k in range(rank):
         if k != d and ishape[k] != xs[k]:
-            raise Unsupported("gather/scatter index smaller than the input in a dim other than dim")
+            raise _unsupported("gather/scatter index smaller than the input in a dim other than dim")
     x = L.value(self_arg)
     if L.node(x).dtype == torch.bool:
-        raise Unsupported("gather/scatter of a bool tensor")
+        raise _unsupported("gather/scatter of a bool tensor")
     idx = L.value(index_arg)
     if L.node(idx).dtype != torch.int64:
-        raise Unsupported("gather/scatter index of a dtype other than int64")
+        raise _unsupported("gather/scatter index of a dtype other than int64")
     return x, idx, d, xs
 
 
@@ -72,7 +79,7 @@ def _record_check(L: Lowerer, idx: int, d: int, xs, op: str) -> None:
 @register(aten.gather.default)
 def _gather(L: Lowerer, node) -> int:
     if node.kwargs.get("sparse_grad") or (len(node.args) > 3 and node.args[3]):
-        raise Unsupported("gather with sparse_grad=True")
+        raise _unsupported("gather with sparse_grad=True")
     x, idx, d, xs = _row_pattern(L, node, node.args[0], node.args[1], node.args[2])
     dt = L.node(x).dtype
     low = float("-inf") if dt.is_floating_point else torch.iinfo(dt).min
@@ -85,17 +92,17 @@ def _gather(L: Lowerer, node) -> int:
 @register(aten.scatter.value, aten.scatter.src)
 def _scatter(L: Lowerer, node) -> int:
     if node.kwargs.get("reduce") is not None:
-        raise Unsupported("scatter with reduce=")
+        raise _unsupported("scatter with reduce=")
     x, idx, d, xs = _row_pattern(L, node, node.args[0], node.args[1], node.args[2])
     dt = L.node(x).dtype
     value = node.args[3] if len(node.args) > 3 else node.kwargs.get("value", node.kwargs.get("src"))
     if node.target is aten.scatter.src:
         if L.shape_of(value) != L.shape_of(node.args[2]):
-            raise Unsupported("scatter src of a shape other than the index's")
+            raise _unsupported("scatter src of a shape other than the index's")
         v = L.cast(L.value(value), dt)
     else:
         if not isinstance(value, (bool, int, float)):
-            raise Unsupported("scatter with a symbolic value")
+            raise _unsupported("scatter with a symbolic value")
         v = L.constant(value, dt)
     out = L.add("where", [_mask(L, idx, d, xs), v, x], {}, dt, xs)
     _record_check(L, idx, d, xs, "scatter")

@@ -55,8 +55,8 @@ def fold_unit_reshape(L: Lowerer, x: int, shape: Sequence[Any], depth: int = 0) 
         if kept == shape:
             return L.add(n.op, list(n.inputs), {**n.attrs, "keepdim": False}, n.dtype, shape)
         return None
-    if n.op not in ELEMENTWISE:
-        return None
+    if n.op not in ELEMENTWISE or len(n.shape) == 0:
+        return None  # (a 0-d op's 0-d operands would need reshaping too: left as a reshape)
     ins = []
     for i in n.inputs:
         inp = L.node(i)
