@@ -66,10 +66,16 @@ def _row_pattern(L: Lowerer, node, self_arg, dim, index_arg):
 
 
 def _mask(L: Lowerer, idx: int, d: int, xs) -> int:
-    """``eq(iota(C), index)``: bool of the input's shape, true where the position along dim equals the index."""
+    """``eq(iota(C), index)``: bool of the input's shape, true where the position along dim equals the index.
+
+    The comparison runs in int32 when C is a constant below 2**31 (int64 vectors are twice as wide: the row pass
+    measured 2x slower with them). An index outside int32 wraps in the cast and may then match some position, but it
+    is out of range, so the host check (which reads the int64 index itself) raises before any result is returned."""
     c = xs[d]
-    iota = L.add("iota", [], {"length": c, "start": 0, "step": 1, "dtype": "i64"}, torch.int64, (c,))
-    return L.add("eq", [iota, idx], {}, torch.bool, xs)
+    narrow = isinstance(c, int) and c < 2**31
+    dt, name = (torch.int32, "i32") if narrow else (torch.int64, "i64")
+    iota = L.add("iota", [], {"length": c, "start": 0, "step": 1, "dtype": name}, dt, (c,))
+    return L.add("eq", [iota, L.cast(idx, dt)], {}, torch.bool, xs)
 
 
 def _record_check(L: Lowerer, idx: int, d: int, xs, op: str) -> None:
