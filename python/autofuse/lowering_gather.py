@@ -5,7 +5,8 @@ backward), written as IR the fusion pass can put in the row kernel that computes
 With ``C`` the size of ``dim`` and ``m = eq(iota(C), index)`` (true at exactly one position per row when the index is
 in range):
 
-- gather: ``amax(where(m, x, LOW), dim, keepdim)``, LOW = -inf for floats (the dtype's minimum for integers). Every
+- gather: pushed through elementwise ops to the row-wide values (``_pushed_gather``), then
+  ``amax(where(m, x, LOW), dim, keepdim)``, LOW = -inf for floats (the dtype's minimum for integers). Every
   position but the target holds LOW, so the result is the target element itself, bit for bit: max(-inf, v) is v for
   every v including -0.0, +-inf and NaN (the emitted and the reference amax propagate NaN). Values elsewhere in the
   row never reach the max (``where`` replaces them, NaN included). A sum form (``sum(where(m, x, 0))``) would not be
@@ -24,11 +25,18 @@ dims, scatter with ``reduce=``) stay ATen calls.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .lowering import Lowerer, Unsupported, register
 from .lowering_layout import VIEW_REASON
 from .lowering_reduction import _reduce
+from .lowering_shapes import broadcast_sizes
+from .lowering_unit_reshape import ELEMENTWISE
+
+#: How many elementwise ops deep a gather is pushed towards the row-wide values it selects from.
+MAX_PUSH = 8
 
 aten = torch.ops.aten
 
@@ -82,15 +90,56 @@ def _record_check(L: Lowerer, idx: int, d: int, xs, op: str) -> None:
     L.g.index_checks.append((idx, xs[d], d, op))
 
 
+def _select(L: Lowerer, x: int, mask: int, d: int) -> int:
+    """``amax(where(mask, x, LOW), dim, keepdim)``: the element of each row the mask selects, bit for bit."""
+    dt = L.node(x).dtype
+    low = float("-inf") if dt.is_floating_point else torch.iinfo(dt).min
+    sel = L.add("where", [mask, x, L.constant(low, dt)], {}, dt, L.node(x).shape)
+    return _reduce(L, "amax", sel, [d], True)
+
+
+def _pushed_gather(L: Lowerer, x: int, mask, d: int, xs, depth: int = 0) -> int:
+    """gather(x) with the gather pushed through elementwise ops to their row-wide operands.
+
+    For an elementwise ``f`` whose operands are row-wide (shape ``xs``), per-row (size 1 along dim, e.g. the max and
+    log-sum of log_softmax) or 0-d: ``gather(f(a, r)) = f(gather(a), r)``, the same op on the same operand values,
+    so the result is bit-identical. log_softmax's ``(x - max) - log(sum)`` then selects from ``x`` itself, and the
+    selection joins the max's pass over the row instead of a pass of its own after the sum. ``mask`` is a callable
+    making the mask (once, on first use)."""
+    n = L.node(x)
+    out_shape = tuple(1 if k == d else s for k, s in enumerate(xs))
+    if depth < MAX_PUSH and n.op in ELEMENTWISE and tuple(n.shape) == tuple(xs):
+        ins = []
+        for i in n.inputs:
+            s = tuple(L.node(i).shape)
+            if len(s) == 0 or (len(s) == len(xs) and s[d] == 1 and
+                               all(s[k] == xs[k] or s[k] == 1 for k in range(len(xs)) if k != d)):
+                ins.append(i)  # constant along dim: gather(r) = r
+            elif s == tuple(xs) and L.node(i).dtype != torch.bool:  # (bool rows: no -inf to select against)
+                ins.append(_pushed_gather(L, i, mask, d, xs, depth + 1))
+            else:
+                ins = None
+                break
+        if ins is not None:
+            shape = functools.reduce(broadcast_sizes, [tuple(L.node(i).shape) for i in ins], ())
+            if shape == out_shape:
+                return L.add(n.op, ins, dict(n.attrs), n.dtype, out_shape)
+    return _select(L, x, mask(), d)
+
+
 @register(aten.gather.default)
 def _gather(L: Lowerer, node) -> int:
     if node.kwargs.get("sparse_grad") or (len(node.args) > 3 and node.args[3]):
         raise _unsupported("gather with sparse_grad=True")
     x, idx, d, xs = _row_pattern(L, node, node.args[0], node.args[1], node.args[2])
-    dt = L.node(x).dtype
-    low = float("-inf") if dt.is_floating_point else torch.iinfo(dt).min
-    sel = L.add("where", [_mask(L, idx, d, xs), x, L.constant(low, dt)], {}, dt, xs)
-    out = _reduce(L, "amax", sel, [d], True)
+    made = []
+
+    def mask() -> int:
+        if not made:
+            made.append(_mask(L, idx, d, xs))
+        return made[0]
+
+    out = _pushed_gather(L, x, mask, d, xs)
     _record_check(L, idx, d, xs, "gather")
     return out
 

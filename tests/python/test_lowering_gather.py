@@ -174,3 +174,27 @@ def test_unit_reshapes_fold_into_values():
     rec = backend.RECORDS[-1]
     reshapes = [n for n in rec.lowered.nodes if n.op == "reshape"]
     assert all(rec.lowered.nodes[n.inputs[0]].op == "input" for n in reshapes), rec.lowered.ir_text()
+
+
+def test_gather_pushed_through_row_ops_is_exact():
+    # gather(f(x, per-row values)) is computed as f(gather(x), per-row values): the same ops on the same values
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(40, 33, generator=g)
+    x[0, :] = -0.0
+    x[1, 5] = float("inf")
+    x[2, 7] = float("nan")
+    t = torch.randint(0, 33, (40,), generator=g)
+    t[1], t[2] = 5, 8
+
+    def fn(a, i):
+        m = a.amax(-1, keepdim=True)
+        c = a.amin(-1, keepdim=True)  # per-row values from exact reductions: every op below is IEEE-exact
+        return torch.gather(((a - m) * 0.5) - c, -1, i[:, None])
+
+    torch._dynamo.reset()
+    got, want = torch.compile(fn, backend="autofuse")(x, t), fn(x, t)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(torch.signbit(got), torch.signbit(want))
+    rec = backend.RECORDS[-1]
+    sel = [n for n in rec.lowered.nodes if n.op == "where" and rec.lowered.nodes[n.inputs[1]].op == "input"]
+    assert sel, "the selection should read the input rows directly:\n" + rec.lowered.ir_text()
