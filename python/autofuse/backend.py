@@ -91,6 +91,7 @@ def simple_partition(lg: LoweredGraph) -> List[Step]:
         for j in n.inputs:
             users.setdefault(j, []).append(i)
     graph_outs = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
+    graph_outs |= {c[0] for c in lg.index_checks}  # range-checked gather/scatter indices (lowering_gather.py)
     run: List[int] = []
 
     def close():
