@@ -214,6 +214,16 @@ def _div(L: Lowerer, node) -> int:
         return _op(L, "floordiv", [x, y])
     if mode == "trunc" and dt.is_floating_point:
         return _op(L, "trunc", [_op(L, "div", [x, y])])
+    if mode == "trunc":
+        # integers, by a nonzero scalar c (_check_integer_divisor): floor(a/c), plus 1 where the quotient is negative
+        # and inexact (fmod(a, c) != 0 and a, c of opposite signs), which is where floor and trunc differ
+        q = _op(L, "floordiv", [x, y])
+        r = _op(L, "fmod", [x, y])
+        zero = L.constant(0, dt)
+        inexact = _op(L, "ne", [r, zero], dtype=torch.bool)
+        opposite = _op(L, "lt" if b > 0 else "gt", [x, zero], dtype=torch.bool)
+        fix = L.cast(_op(L, "logical_and", [inexact, opposite], dtype=torch.bool), dt)
+        return _op(L, "add", [q, fix])
     raise Unsupported(f"rounding_mode={mode!r} on {dt}")
 
 

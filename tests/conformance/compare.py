@@ -16,6 +16,16 @@ This file is the one place where the tolerances of the conformance suites live (
   may be finite where eager's per-op rounding overflowed (f16 max is 65504) only if ours is close to the reference,
   and ours may never be NaN where eager is not. A zero of the wrong sign passes only with the reference's sign.
   Without a reference, NaN positions and signed zeros must match eager exactly.
+* Gradients (``normwise=True``, f16/bf16 with a reference only): a gradient tensor that fails the element-wise rule
+  still passes when, over the whole tensor, ours is no further from the reference than eager is (largest absolute
+  error, plus one ulp of the dtype at the largest reference value), and every element ours gets NaN/inf agrees with
+  the rule above. Reason: a gradient entry is often a sum or difference of larger terms (the gradient of a broadcast
+  input sums over the broadcast dims; var's gradient has x - mean; a backward decomposition adds a mean term), so its
+  rounding error is bounded by u * sum|term|, not by an ulp of the entry itself; on such entries eager's roundings and
+  ours scatter by several ulps of the entry either way, and element-wise "no worse than eager" is decided by chance
+  (measured on atan2/var_mean f16/bf16 backward in the 2026-11-29 full run: ours max error 0.5-0.8 u*sum|term|, eager's
+  0.8-1.3). The tensor's largest error is the measure that does not depend on the chance; ours may never exceed
+  eager's there. Each acceptance is recorded in ``NORMWISE_ACCEPTED`` (the OpInfo suite logs them per sample).
 """
 
 from __future__ import annotations
@@ -40,9 +50,27 @@ def _dist(v: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     return torch.where(d.isnan(), torch.full_like(d, float("inf")), d)
 
 
-def _lowp_check(actual: torch.Tensor, expected: torch.Tensor, ref: Optional[torch.Tensor], what: str) -> None:
-    """The float16/bfloat16 rule of the module docstring, element by element; raises AssertionError naming the first
-    bad element (ours, eager, fp64)."""
+#: Names of the gradient tensors that failed the element-wise rule and passed the norm-wise one (see the docstring).
+NORMWISE_ACCEPTED: list = []
+
+
+def _normwise_ok(a: torch.Tensor, e: torch.Tensor, r: torch.Tensor, ok: torch.Tensor, dtype: torch.dtype) -> bool:
+    """The gradient rule of the module docstring: every failing element finite in ours and the reference, and ours'
+    largest error against the reference no larger than eager's plus one ulp at the largest reference value."""
+    bad = ~ok
+    if not bool((a[bad].isfinite() & r[bad].isfinite()).all()):
+        return False
+    fin = r.isfinite()
+    err_a = float(_dist(a[fin], r[fin]).max())
+    err_e = float(_dist(e[fin], r[fin]).max())
+    fi = torch.finfo(dtype)
+    return err_a <= err_e + fi.eps * max(float(r[fin].abs().max()), fi.tiny)
+
+
+def _lowp_check(actual: torch.Tensor, expected: torch.Tensor, ref: Optional[torch.Tensor], what: str,
+                normwise: bool = False) -> None:
+    """The float16/bfloat16 rule of the module docstring, element by element (and for ``normwise`` gradients over
+    the whole tensor); raises AssertionError naming the first bad element (ours, eager, fp64)."""
     a, e = actual.double(), expected.double()
     rtol, atol = _DEFAULT_TOL[actual.dtype]
     nan_a, nan_e = a.isnan(), e.isnan()
@@ -61,6 +89,9 @@ def _lowp_check(actual: torch.Tensor, expected: torch.Tensor, ref: Optional[torc
         eager_lost = ~e.isfinite() & r.isfinite()
         better &= ~eager_lost | ((a - r).abs() <= atol + rtol * r.abs() + ulp)
         ok |= better
+        if normwise and not bool(ok.all()) and actual.numel() > 0 and _normwise_ok(a, e, r, ok, actual.dtype):
+            NORMWISE_ACCEPTED.append(what)
+            return
     if not bool(ok.all()):
         i = int((~ok).flatten().nonzero()[0])
         ref_txt = "" if ref is None else f", fp64 {ref.double().flatten()[i].item()!r}"
@@ -70,11 +101,12 @@ def _lowp_check(actual: torch.Tensor, expected: torch.Tensor, ref: Optional[torc
 
 
 def assert_same(actual: Any, expected: Any, ref64: Optional[Any] = None, what: str = "output",
-                tol_scale: float = FLOAT_TOL_SCALE, signed_zeros: bool = True) -> None:
+                tol_scale: float = FLOAT_TOL_SCALE, signed_zeros: bool = True, normwise: bool = False) -> None:
     """Compare two pytrees of results leaf by leaf (shapes, dtypes, values per the policy above).
 
     ``signed_zeros=False`` skips the sign-of-zero check (for amax/amin of a mix of -0.0 and +0.0, where the zero
-    eager returns depends on its vectorized reduction order)."""
+    eager returns depends on its vectorized reduction order). ``normwise=True`` (gradients) adds the norm-wise rule
+    of the module docstring for f16/bf16 leaves with a reference."""
     a_leaves, e_leaves = tree_leaves(actual), tree_leaves(expected)
     r_leaves = tree_leaves(ref64) if ref64 is not None else [None] * len(e_leaves)
     assert len(a_leaves) == len(e_leaves), f"{what}: {len(a_leaves)} results, eager gives {len(e_leaves)}"
@@ -97,7 +129,7 @@ def assert_same(actual: Any, expected: Any, ref64: Optional[Any] = None, what: s
         if e.dtype in LOWP:
             if not signed_zeros:  # the caller says the sign of a zero result is undefined here: take eager's
                 a = torch.where((a == 0) & (e == 0), e, a)
-            _lowp_check(a, e, r, name)
+            _lowp_check(a, e, r, name, normwise=normwise)
             continue
         nan_a, nan_e = a.isnan(), e.isnan()
         assert torch.equal(nan_a, nan_e), f"{name}: NaN positions differ from eager"

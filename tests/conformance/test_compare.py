@@ -55,3 +55,30 @@ def test_float32_exact_nan_and_zero_sign():
 def test_integers_exact():
     with pytest.raises(AssertionError):
         compare.assert_same(torch.tensor([1, 2]), torch.tensor([1, 3]))
+
+
+#: (name, ours, eager, fp64 reference, must pass with normwise=True) for float16 gradients; every case fails the
+#: element-wise rule (first entry: ours 6 ulps off where eager is 2 ulps off)
+NORMWISE_CASES = [
+    ("ours worse on a small entry, better on the tensor", [0.00998, 7.49], [0.01001, 7.48], [0.010028, 7.4915], True),
+    ("ours worse on the tensor", [0.00998, 7.46], [0.01001, 7.49], [0.010028, 7.4915], False),
+    ("ours NaN where fp64 is finite", [NAN, 7.49], [0.01001, 7.48], [0.010028, 7.4915], False),
+    ("ours inf where fp64 is finite", [INF, 7.49], [0.01001, 7.48], [0.010028, 7.4915], False),
+]
+
+
+@pytest.mark.parametrize("name,ours,eager,ref,ok", NORMWISE_CASES, ids=[c[0] for c in NORMWISE_CASES])
+def test_normwise_gradient_rule(name, ours, eager, ref, ok):
+    """compare.py's norm-wise gradient rule: accepted only when ours' largest error over the tensor is no larger
+    than eager's, and never with a NaN/inf where fp64 is finite; the element-wise rule alone rejects all four."""
+    t = lambda v: torch.tensor(v, dtype=torch.float16)  # noqa: E731
+    r = torch.tensor(ref, dtype=torch.float64)
+    with pytest.raises(AssertionError):
+        compare.assert_same(t(ours), t(eager), r, signed_zeros=False)
+    n0 = len(compare.NORMWISE_ACCEPTED)
+    if ok:
+        compare.assert_same(t(ours), t(eager), r, signed_zeros=False, normwise=True)
+        assert len(compare.NORMWISE_ACCEPTED) == n0 + 1
+    else:
+        with pytest.raises(AssertionError):
+            compare.assert_same(t(ours), t(eager), r, signed_zeros=False, normwise=True)

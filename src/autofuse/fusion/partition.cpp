@@ -335,9 +335,13 @@ class Partitioner {
       auto members = union_of(groups_[a].members, groups_[b].members);
       auto primary = union_of(groups_[a].primary, groups_[b].primary);
       int64_t benefit = traffic(io(a)) + traffic(io(b)) - traffic(io(members, primary, {a, b}));
-      if (benefit <= 0) continue;
+      bool vertical = edges.count({a, b}) > 0;
+      // A producer-consumer merge saves the intermediate's write and read; when that value holds no element (a 0-size
+      // dim at this binding) it saves 0 bytes but still a kernel launch: it is kept, ranked after the merges that save
+      // bytes.
+      if (benefit < 0 || (benefit == 0 && !vertical)) continue;
       int64_t dist = std::abs(static_cast<int64_t>(groups_[a].primary.front()) - groups_[b].primary.front());
-      out.push_back({a, b, edges.count({a, b}) > 0, benefit, dist});
+      out.push_back({a, b, vertical, benefit, dist});
     }
     // Vertical merges first (they remove a write and a read), then horizontal ones (they share reads); within a
     // class by bytes saved. Priority classes before bytes, as the original Autofuse's fusion solver ranks pairs.
