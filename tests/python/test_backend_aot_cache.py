@@ -96,20 +96,27 @@ def cold(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("aot-cache")
     res = _run(tmp, "cold")
     res["dir"] = tmp
+    res["entries"] = _entries(tmp)
     return res
+
+
+def _copy(cold, tmp_path: pathlib.Path) -> pathlib.Path:
+    """A private copy of the cold process's caches (so that tests do not see each other's entries)."""
+    shutil.copytree(cold["dir"], tmp_path / "c")
+    return tmp_path / "c"
 
 
 def test_cold_process_saves_one_entry(cold):
     assert cold["aot"].get("autograd_cache_miss") == 1 and cold["aot"].get("autograd_cache_saved") == 1, cold["aot"]
     assert cold["cached"] == [False] and cold["kernels"] >= 1
-    assert len(_entries(cold["dir"])) == 1
+    assert len(cold["entries"]) == 1
     assert cold["max_err"] < 1e-5
 
 
-def test_warm_process_hits_with_equal_outputs(cold):
+def test_warm_process_hits_with_equal_outputs(cold, tmp_path):
     """The warm process loads the entry (no AOTAutograd tracing, no lowering, no C++ compile) and gives the cold
     process's outputs bitwise."""
-    warm = _run(cold["dir"], "warm")
+    warm = _run(_copy(cold, tmp_path), "warm")
     assert warm["aot"] == {"autograd_cache_hit": 1}, warm["aot"]
     assert warm["cached"] == [True] and warm["kernels"] == cold["kernels"]
     assert warm["compiles"] == 0  # kernels loaded from the disk cache
@@ -118,10 +125,10 @@ def test_warm_process_hits_with_equal_outputs(cold):
 
 @pytest.mark.parametrize("name,kw", [("shape", {"shape": (4, 24)}),
                                      ("policy", {"AUTOFUSE_EMULATE_PRECISION_CASTS": "1"})])
-def test_changed_input_or_configuration_misses(cold, name, kw):
+def test_changed_input_or_configuration_misses(cold, tmp_path, name, kw):
     """A new input shape (the inputs' metadata) or a setting that changes generated code (version_tag) misses, and
     the recompiled graph is correct."""
-    other = _run(cold["dir"], name, **kw)
+    other = _run(_copy(cold, tmp_path), name, **kw)
     assert "autograd_cache_hit" not in other["aot"], other["aot"]
     assert other["aot"].get("autograd_cache_miss") == 1, other["aot"]
     assert other["cached"] == [False]
@@ -130,7 +137,7 @@ def test_changed_input_or_configuration_misses(cold, name, kw):
 
 def test_force_disable_caches_bypasses(cold, tmp_path):
     """AUTOFUSE_FORCE_DISABLE_CACHES=1 neither looks an entry up nor saves one."""
-    shutil.copytree(cold["dir"], tmp_path / "c")
+    _copy(cold, tmp_path)
     before = _entries(tmp_path / "c")
     r = _run(tmp_path / "c", "off", AUTOFUSE_FORCE_DISABLE_CACHES="1")
     assert r["aot"] == {}, r["aot"]
@@ -142,8 +149,7 @@ def test_force_disable_caches_bypasses(cold, tmp_path):
 def test_corrupted_entry_is_rebuilt(cold, tmp_path):
     """A truncated entry is not used: the next process recompiles (same outputs) and saves a good entry, which the
     process after it hits."""
-    shutil.copytree(cold["dir"], tmp_path / "c")
-    (entry,) = _entries(tmp_path / "c")
+    (entry,) = _entries(_copy(cold, tmp_path))
     entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
     again = _run(tmp_path / "c", "again")
     assert "autograd_cache_hit" not in again["aot"], again["aot"]
