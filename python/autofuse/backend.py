@@ -99,6 +99,7 @@ def simple_partition(lg: LoweredGraph) -> List[Step]:
         for j in n.inputs:
             users.setdefault(j, []).append(i)
     graph_outs = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
+    graph_outs |= {c[0] for c in lg.index_checks}  # range-checked gather/scatter indices (lowering_gather.py)
     run: List[int] = []
 
     def close():
@@ -320,6 +321,28 @@ def _cacheable(run: Callable) -> Callable:
     return run
 
 
+def _aot_drops_mutation(gm: torch.fx.GraphModule, example_inputs) -> Optional[str]:
+    """Why AOTAutograd would lose an in-place update of this graph's inputs, or None.
+
+    PyTorch 2.13's AOTAutograd drops an in-place method (``x.add_(1)``, ``x.copy_(y)``) or ``out=`` write whose target
+    is a 0-d float64 graph input: the caller's tensor keeps its old value and later reads in the graph see the old
+    value (``backend="aot_eager"`` and ``"inductor"`` alike; Dynamo's own graph is right; ``x += 1`` and
+    ``x[...] = v`` are not affected). Such a graph runs as Dynamo traced it, eagerly: found by the hard-input suite
+    (seed 40000015); tests/python/test_backend_inplace.py checks the workaround."""
+    zero_d_f64 = {n for n, v in zip((n for n in gm.graph.nodes if n.op == "placeholder"), example_inputs)
+                  if isinstance(v, torch.Tensor) and v.dim() == 0 and v.dtype == torch.float64}
+    if not zero_d_f64:
+        return None
+    for n in gm.graph.nodes:
+        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        inplace = n.op == "call_method" and name.endswith("_") and not name.endswith("__")
+        target = n.args[0] if inplace and n.args else n.kwargs.get("out")
+        if (inplace or "out" in n.kwargs) and target in zero_d_f64:
+            return (f"{n.format_node()}: PyTorch's AOTAutograd drops in-place updates of 0-d float64 inputs; the "
+                    "graph runs eagerly (as Dynamo traced it)")
+    return None
+
+
 def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """The Dynamo backend entry point (registered as "autofuse")."""
     from torch._dynamo.backends.common import aot_autograd
@@ -341,6 +364,12 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     def inference(g, ex):
         return out(compile_graph(g, ex, "inference"))
 
+    why = _aot_drops_mutation(gm, example_inputs)
+    if why:
+        log.info("autofuse: %s", why)
+        RECORDS.append(GraphRecord(name=f"graph{next(_counter)}_untraced", kind="inference", gm=gm, mode="eager",
+                                   reason=why))
+        return gm.forward
     backend = aot_autograd(fw_compiler=wrap(fw), bw_compiler=wrap(bw), inference_compiler=wrap(inference),
                            decompositions=decomposition_table(), keep_inference_input_mutations=True)
     try:

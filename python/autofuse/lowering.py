@@ -81,6 +81,9 @@ class LoweredGraph:
     #: input mutations kept by AOTAutograd (``copy_(arg, value)`` at the end of the graph): (input LNode, value LNode);
     #: the value is computed like a graph output and the program copies it into the argument before returning
     mutations: List[Tuple[int, int]] = field(default_factory=list)
+    #: index range checks of lowered gathers/scatters (lowering_gather.py): (index LNode, size of dim, dim, op); the
+    #: index is materialized and the program raises eager's out-of-bounds error when it is outside [0, size)
+    index_checks: List[Tuple[int, Any, int, str]] = field(default_factory=list)
 
     def ir_text(self) -> str:
         """A readable listing of the IR nodes (debug dumps; the C++ printer gives the canonical text)."""
@@ -443,7 +446,8 @@ def _flatten(x) -> list:
 
 def lower(gm: torch.fx.GraphModule) -> LoweredGraph:
     """Lower an FX graph of functional ATen ops; raises UnsupportedGraph (or UnsupportedSize) if it cannot."""
-    from . import lowering_layout, lowering_pointwise, lowering_reduction, lowering_views  # noqa: F401  (register)
+    from . import lowering_gather, lowering_layout, lowering_pointwise, lowering_reduction  # noqa: F401  (register)
+    from . import lowering_views  # noqa: F401  (register)
 
     try:
         return Lowerer(gm).run()

@@ -22,6 +22,7 @@ from typing import List, Tuple
 import torch
 
 from .lowering import Lowerer, Unsupported, register
+from .lowering_unit_reshape import fold_unit_reshape
 from .lowering_shapes import as_size
 
 aten = torch.ops.aten
@@ -45,6 +46,9 @@ def _reshape(L: Lowerer, node) -> int:
     shape = L.shape_of(node)
     if tuple(L.node(x).shape) == tuple(shape):
         return x
+    folded = fold_unit_reshape(L, x, shape)  # unsqueeze/squeeze of a computed value: no host step (keeps one kernel)
+    if folded is not None:
+        return folded
     return L.add("reshape", [x], {"shape": list(shape)}, L.node(x).dtype, shape)
 
 

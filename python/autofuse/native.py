@@ -59,6 +59,9 @@ def to_core(lg: LoweredGraph, core, name: str = "main") -> Tuple[Any, List[int]]
     for _, v in lg.mutations:  # values written back into mutated inputs are computed like outputs
         if vid[v] not in outs and lg.nodes[v].op != "input":
             outs.append(vid[v])
+    for v, *_ in lg.index_checks:  # gather/scatter indices the program range-checks must be materialized
+        if vid[v] not in outs and lg.nodes[v].op != "input":
+            outs.append(vid[v])
     g.set_outputs(outs)
     return g, vid
 

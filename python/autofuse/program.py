@@ -82,6 +82,25 @@ class HostGroup:
         return [env[v] for v in self.step.outputs]
 
 
+def check_index(idx: torch.Tensor, size: int, dim: int) -> None:
+    """Raise eager's gather/scatter error when an index lies outside ``[0, size)`` (lowering_gather.py): one
+    min/max pass over the index (one int per row). RuntimeError ``index I is out of bounds for dimension D with
+    size S`` names the first bad bound found (the minimum when it is negative, else the maximum)."""
+    if idx.numel() == 0:
+        return
+    lo, hi = torch.aminmax(idx)
+    lo_i, hi_i = int(lo), int(hi)
+    if lo_i < 0 or hi_i >= size:
+        bad = lo_i if lo_i < 0 else hi_i
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_lines(lg: LoweredGraph, available) -> List[str]:
+    """Program lines range-checking the gather/scatter indices among ``available`` (program variables)."""
+    return [f"    IDXCHK(v{v}, {_py_size(lg, size)}, {dim})  # {op} index"
+            for v, size, dim, op in lg.index_checks if v in available]
+
+
 def _no_extern(n: LNode, env):
     raise RuntimeError(f"extern node {n.name} inside a kernel group")
 
@@ -91,7 +110,8 @@ class _Emitter:
         self.lg = lg
         self.lines: List[str] = []
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PE": profile.enabled,
-                                        "PL": profile.launch}
+                                        "PL": profile.launch,
+                                        "IDXCHK": check_index}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -222,9 +242,15 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     for v, t in lg.const_inputs.items():
         L.append(f"    v{v} = {e.const(t, 'T')}")
     last_use = _last_uses(lg, steps)
+    checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
+    L.extend(_check_lines(lg, checked))
     for k, st in enumerate(steps):
         if k > 0 and last_use.get(k - 1):
             L.append("    del " + ", ".join(f"v{v}" for v in last_use[k - 1]))
+        if k > 0:  # indices the previous step produced are checked before anything reads them
+            made = set(steps[k - 1].outputs) | (set(steps[k - 1].nodes) if steps[k - 1].kind != "kernel" else set())
+            L.extend(_check_lines(lg, made - checked))
+            checked |= made
         ins = ", ".join(f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
             for o in st.outputs:
@@ -256,6 +282,14 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
                 fn = e.const(fx.target, "E")
                 L.append(f"    v{v} = {fn}({', '.join(args)})  # {fx.name}")
+    if steps:
+        made = set(steps[-1].outputs) | (set(steps[-1].nodes) if steps[-1].kind != "kernel" else set())
+        L.extend(_check_lines(lg, made - checked))
+        checked |= made
+    missing = [c for c in lg.index_checks if c[0] not in checked]
+    if missing:  # the partition did not materialize an index: a bug in to_core / simple_partition, not a user error
+        raise RuntimeError(f"autofuse: gather/scatter index values {[c[0] for c in missing]} are not produced by "
+                           f"any step, so their range cannot be checked")
     for dst, src in lg.mutations:  # input mutations (functionalization's copy_ into an argument), in graph order
         L.append(f"    v{dst}.copy_(v{src})")
     outs = []

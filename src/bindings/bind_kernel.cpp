@@ -4,6 +4,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
+
 #include "autofuse/codegen/kernel.h"
 #include "bindings.h"
 #include "tensor_convert.h"
@@ -42,6 +46,52 @@ void bind_kernel(nb::module_& m) {
           "output_sizes",
           [](const Kernel& k, nb::handle inputs) { return k.output_sizes(to_host_tensors(inputs, false, "input")); },
           nb::arg("inputs"), "Concrete sizes of each output for these inputs.")
+      .def(
+          "time_stages",
+          [](const Kernel& k, nb::handle inputs, nb::handle outputs, int reps) {
+            // Per stage, the median over `reps` runs of its duration in ns: "convert" (Python tensors to HostTensor
+            // views, inputs and outputs), then Kernel::run's stages (codegen/kernel.h LaunchStages).
+            if (reps < 1) throw nb::value_error("time_stages: reps must be >= 1");
+            using clock = std::chrono::steady_clock;
+            auto ns = [](clock::time_point a, clock::time_point b) {
+              return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+            };
+            std::map<std::string, std::vector<double>> t;
+            LaunchStages st;
+            for (int i = 0; i < reps; ++i) {
+              auto c0 = clock::now();
+              std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input");
+              std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output");
+              auto c1 = clock::now();
+              st = LaunchStages{};
+              record_launch_stages(&st);
+              try {
+                k.run(in, out);
+              } catch (...) {
+                record_launch_stages(nullptr);
+                throw;
+              }
+              record_launch_stages(nullptr);
+              t["convert"].push_back(ns(c0, c1));
+              t["run"].push_back(static_cast<double>(st.done - st.start));
+              if (st.bound != 0) {
+                t["bind"].push_back(static_cast<double>(st.bound - st.start));
+                t["tiling"].push_back(static_cast<double>(st.tiled - st.bound));
+                t["variant"].push_back(static_cast<double>(st.variant - st.tiled));
+                t["launch"].push_back(static_cast<double>(st.done - st.variant));
+              }
+            }
+            nb::dict d;
+            for (auto& [name, v] : t) {
+              std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+              d[name.c_str()] = v[v.size() / 2];
+            }
+            return d;
+          },
+          nb::arg("inputs"), nb::arg("outputs"), nb::arg("reps") = 1000,
+          "Per-call overhead breakdown (median ns per stage over reps runs): convert (tensor views), bind (symbols "
+          "and operand checks), tiling (axis merging and the tiling decision), variant (stride-class lookup), launch "
+          "(thread-pool hand-off and the kernel body), run (all of Kernel::run). For measurement only.")
       .def_prop_ro("source", &Kernel::source, "The generated C++ source of the first compiled variant")
       .def_prop_ro("name", &Kernel::name, "The kernel's name (from its ops)")
       .def_prop_ro(

@@ -267,7 +267,9 @@ def test_hard_chain(chain_index, monkeypatch):
     records = backend.RECORDS[n0:]
     assert records, f"{chain.describe()}: the autofuse backend never ran"
     for r in records:
-        assert r.mode == "kernels", f"{chain.describe()}: graph ran in mode {r.mode}"
+        # the one graph kind run eagerly on purpose: PyTorch's AOTAutograd drops in-place updates of 0-d float64
+        # inputs (backend._aot_drops_mutation)
+        assert r.mode == "kernels" or "0-d float64" in r.reason, f"{chain.describe()}: graph ran in mode {r.mode}"
 
 
 #: Emulated-casts chains: half as many as the default chains (each is compiled once and checked on VALUES_PER_CHAIN

@@ -2,6 +2,7 @@
 #include "autofuse/codegen/kernel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 
 #include "autofuse/codegen/cpu/emit.h"
@@ -24,6 +25,16 @@ std::optional<std::string> kernel_unsupported_reason(const Graph& g) {
 
 namespace {
 
+thread_local LaunchStages* t_stages = nullptr;
+
+/// Now in steady_clock ns, into the recorded stage `field` when recording is on.
+inline void stamp(int64_t LaunchStages::* field) {
+  if (t_stages != nullptr)
+    t_stages->*field = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+}
+
 std::string sanitize(const std::string& s) {
   std::string o;
   for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
@@ -31,6 +42,8 @@ std::string sanitize(const std::string& s) {
 }
 
 }  // namespace
+
+void record_launch_stages(LaunchStages* s) { t_stages = s; }
 
 Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer)
     : graph_(g), outer_(std::move(outer)), nest_(std::move(nest)) {
@@ -144,8 +157,10 @@ std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTen
 }
 
 void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
+  stamp(&LaunchStages::start);
   if (outer_) {
     run_outer(inputs, outputs);
+    stamp(&LaunchStages::done);
     return;
   }
   Bindings b = bind(inputs);
@@ -225,8 +240,10 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
       std::fill(d.strides[k].begin(), d.strides[k].end(), 0);
     }
   }
+  stamp(&LaunchStages::bound);
   merge_axes(nest_, d);
   const TilingDecision dec = tiling_.decide(d.sizes);
+  stamp(&LaunchStages::tiled);
   if (dec.pick().schedule.rows <= 0) return;
   // Vector-rows: the same call in the permuted axis order of its own variant (tiling/rows_vector.h).
   const bool rows_vector = dec.pick().kind == TilingKind::VectorRows;
@@ -237,6 +254,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     if (d.varies[k][static_cast<size_t>(v)])
       unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
   auto var = variant(unit, rows_vector);
+  stamp(&LaunchStages::variant);
   TilingCandidate c = dec.pick();
   EmitOptions eo;
   eo.unit_inner = unit;
@@ -245,6 +263,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   if (c.kind != TilingKind::Split && !rows_vector && strided_vector_operand(nest_, eo))
     c.schedule = column_block_schedule(nest_, d.sizes, c.schedule, lanes_);
   launch_tiled(graph_, rows_vector ? *tiling_.rows_vector_nest() : nest_, var->fn, d, data, c);
+  stamp(&LaunchStages::done);
 }
 
 }  // namespace autofuse

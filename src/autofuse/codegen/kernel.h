@@ -23,6 +23,19 @@ namespace autofuse {
 /// with outer (cross-row) reductions (schedule/outer_reduce.h); the reason then also says why that split fails.
 std::optional<std::string> kernel_unsupported_reason(const Graph& g);
 
+/// Timestamps (std::chrono::steady_clock, ns) of the stages of one Kernel::run on the calling thread, for the
+/// per-call overhead measurement (python -m autofuse.bench.overhead): start, after binding the symbols and checking
+/// the operands (`bound`), after the launch domain, axis merging and the tiling decision (`tiled`), after the
+/// variant lookup (`variant`), and after the launch returned (`done`: thread-pool hand-off plus the kernel body).
+/// Kernels with cross-row reductions record only start and done.
+struct LaunchStages {
+  int64_t start = 0, bound = 0, tiled = 0, variant = 0, done = 0;
+};
+
+/// Record the stages of every later Kernel::run on this thread into *s (null: stop). Costs one thread-local read
+/// per stage when off.
+void record_launch_stages(LaunchStages* s);
+
 /// A compiled kernel. Sizes and strides are call arguments: one compiled source serves every size; a new source is
 /// compiled (once, then cached) only for a new stride class (which operands are unit-stride along the innermost
 /// axis). Thread-safe: run() may be called concurrently.

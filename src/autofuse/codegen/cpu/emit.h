@@ -58,6 +58,12 @@ std::string outer_accumulate(const OuterReduction& r, const std::string& ptr, co
                              const std::string& lanes);
 
 // ---- per-op pieces (emit_ops.cpp) ----
+/// Whether a reduction op over inputs of dtype `in` sums floats in a cascade (f32 block partials folded into f64).
+bool is_cascade_sum(OpKind k, DType in);
+/// C++ element type of reduction node n's vector accumulator (int64_t for integer sums/products, uint8_t for
+/// any/all, else the input's compute type), and of its row-level accumulator (double for cascade float sums).
+std::string reduction_acc_ctype(const Graph& g, const Node& n);
+std::string reduction_main_ctype(const Graph& g, const Node& n);
 /// C++ type values of dtype t are computed in (uint8_t for bool, float for f16/bf16/f32, ...).
 std::string compute_ctype(DType t);
 /// C++ type of t in memory (_Float16 for f16, af_bf16 for bf16, uint8_t for bool).
@@ -67,7 +73,14 @@ std::string splat_literal(const Scalar& s, DType t);
 /// The expression computing node `n` from the variables named by `arg` (one per input); nullopt-like empty string
 /// for ops the caller handles itself (input, reduce, iota). f16/bf16 results are rounded to their dtype at casts and
 /// constants always, and after every other op only under PrecisionPolicy::EmulateCasts.
-std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& arg, PrecisionPolicy p);
+/// `rcp`, for a div node, names the reciprocal of its divisor (see divisors_with_reciprocal): af_div_rcp instead of /.
+std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& arg, PrecisionPolicy p,
+                          const std::string& rcp = "");
+/// Per value of g: whether it is a divisor computed once per row (kept, f32/f16/bf16, so computed in f32) of some
+/// div node that is computed per element (full), in a kernel whose vector axis is reduced. The emitter declares
+/// `x<id>_r = 1.0f / x<id>` with it and those divisions become af_div_rcp (af_kernel.inc: the same correctly rounded
+/// quotient without the divider).
+std::vector<bool> divisors_with_reciprocal(const Graph& g, const LoopNest& nest);
 /// `e` (a vec<float> expression) rounded to t when t is f16/bf16 (af_rnd_f16 / af_rnd_bf16), else `e` unchanged.
 std::string rounded_to(DType t, const std::string& e);
 /// The scalar that folds the lanes of vector accumulator `acc` (element type `ctype`) of reduction `op`: af_hsum for

@@ -10,9 +10,7 @@
 namespace autofuse {
 namespace {
 
-bool is_cascade(OpKind k, DType in) {
-  return (k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Var) && is_float(in);
-}
+bool is_cascade(OpKind k, DType in) { return is_cascade_sum(k, in); }
 
 class Emitter {
  public:
@@ -34,6 +32,7 @@ class Emitter {
     if (nest.reduce_axes().empty()) num_passes_ = std::max(num_passes_, 1);
     plan_stash();
     plan_prefetch();
+    if (inner_) rcp_ = divisors_with_reciprocal(g, nest);
   }
 
   std::string run() {
@@ -267,9 +266,13 @@ class Emitter {
     const std::vector<int> ra = nest_.reduce_axes();
     return inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_ && !prefetched_operands().empty();
   }
+  // Outputs written along the row are prefetched for writing too (prefetchw: the next row's lines are owned before
+  // the stores, whose read-for-ownership misses otherwise serialise after the reads): softmax bf16 +5-9 points of
+  // copy bandwidth in interleaved runs at load 10 (docs/codegen.md).
   std::vector<size_t> prefetched_operands() const {
     std::vector<size_t> ks;
-    for (size_t k = 0; k < static_cast<size_t>(nest_.num_inputs); ++k) {
+    for (size_t k = 0; k < nest_.operands.size(); ++k) {
+      if (outer_of(k)) continue;
       bool per_row = false;
       for (int a : nest_.kept_axes()) per_row = per_row || op_varies(k, a);
       if (op_varies(k, v_) && per_row && o_.unit_inner[k]) ks.push_back(k);
@@ -293,7 +296,7 @@ class Emitter {
   /// `pn<k>`: operand k's offset of the next row (this row's at the last row of the call).
   void emit_next_row_offsets() {
     const std::vector<int> ko = nest_.kept_axes();
-    line("int64_t nrest = row + 1 < row_end ? row + 1 : row;");
+    line("int64_t nrest = row + AF_PF_AHEAD < row_end ? row + AF_PF_AHEAD : row;");
     for (size_t j = ko.size(); j-- > 0;)
       line("const int64_t j" + s(ko[j]) + " = nrest % n" + s(ko[j]) + "; nrest /= n" + s(ko[j]) + ";");
     line("(void)nrest;");
@@ -306,7 +309,8 @@ class Emitter {
   }
   void emit_prefetches() {
     for (size_t k : prefetched_operands())
-      line("__builtin_prefetch(p" + s(k) + " + pn" + s(k) + " + i" + s(v_) + ", 0, 3);");
+      line("__builtin_prefetch(p" + s(k) + " + pn" + s(k) + " + i" + s(v_) + ", " +
+           (static_cast<int>(k) < nest_.num_inputs ? "0" : "1") + ", 3);");
   }
 
   void emit_passes() {
@@ -330,26 +334,8 @@ class Emitter {
     return out;
   }
 
-  std::string acc_type(const Node& nd) const {
-    DType in = g_.node(nd.inputs[0]).dtype;
-    switch (nd.op) {
-      case OpKind::Sum:
-      case OpKind::Prod:
-        return is_float(in) ? compute_ctype(in) : "int64_t";
-      case OpKind::Any:
-      case OpKind::All:
-        return "uint8_t";
-      default:
-        return compute_ctype(in);
-    }
-  }
-
-  /// Type of the main (row-level) accumulator: float sums fold their f32 block partials into f64, so a long row's
-  /// error stays at the block level (blk * AF_W elements) instead of growing with the row.
-  std::string main_type(const Node& nd) const {
-    const std::string at = acc_type(nd);
-    return is_cascade(nd.op, g_.node(nd.inputs[0]).dtype) && at == "float" ? "double" : at;
-  }
+  std::string acc_type(const Node& nd) const { return reduction_acc_ctype(g_, nd); }
+  std::string main_type(const Node& nd) const { return reduction_main_ctype(g_, nd); }
 
   std::string acc_init(const Node& nd) const {
     const std::string at = acc_type(nd);
@@ -432,7 +418,8 @@ class Emitter {
         line("const int64_t be = af_imin<int64_t>(" + na + ", bb + blk * " + step + ");");
         for (auto& [id, mp] : accs)
           if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype))
-            line("vec<" + acc_type(g_.node(id)) + "> b" + (mp ? "am" : "a") + s(static_cast<int64_t>(id)) + " = {};");
+            line("vec<" + acc_type(g_.node(id)) + "> b" + (mp ? "am" : "a") + s(static_cast<int64_t>(id)) + " = {}" +
+                 (inner_ ? ", b" + std::string(mp ? "am" : "a") + s(static_cast<int64_t>(id)) + "_2 = {};" : ";"));
       } else {
         line("const int64_t bb = 0, be = " + na + ";");
       }
@@ -456,9 +443,10 @@ class Emitter {
           if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
             std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
             const std::string mt = main_type(g_.node(id));
-            line(nm + " = " + nm + " + " +
-                 (mt == acc_type(g_.node(id)) ? "b" + nm : "__builtin_convertvector(b" + nm + ", vec<" + mt + ">)") +
-                 ";");
+            auto wide = [&](const std::string& b) {
+              return mt == acc_type(g_.node(id)) ? b : "__builtin_convertvector(" + b + ", vec<" + mt + ">)";
+            };
+            line(nm + " = " + nm + " + " + wide("b" + nm) + (inner_ ? " + " + wide("b" + nm + "_2") : "") + ";");
           }
         close();
       }
@@ -496,7 +484,12 @@ class Emitter {
     const std::string x = "x" + s(static_cast<int64_t>(nd.inputs[0]));
     const std::string sid = s(static_cast<int64_t>(id));
     const std::string base = (mean_pass ? "am" : "a") + sid;
-    const std::string tgt = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
+    const std::string tgt0 = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
+    // Lanes along the row: a cascade block sums into two partials in turn (b<acc> and b<acc>_2, swapped after each
+    // add), so consecutive adds do not wait for each other (two dependency chains; layer norm's passes were bound by
+    // the one chain's add latency). The masked tail adds into the first.
+    const bool two = inner_ && tgt0 != base && !tail;
+    const std::string tgt = two ? tgt0 + "_2" : tgt0;
     std::string xv = x;
     if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct)
       xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
@@ -544,6 +537,8 @@ class Emitter {
     }
     if (tail)
       line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
+    else if (two)
+      line("{ const vec<" + at + "> t_ = " + nv + "; " + tgt + " = " + tgt0 + "; " + tgt0 + " = t_; }");
     else
       line(tgt + " = " + nv + ";");
   }
@@ -621,9 +616,11 @@ class Emitter {
     } else {
       std::vector<std::string> args;
       for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
-      e = op_expression(g_, nd, args, o_.precision);
+      const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
+      e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "");
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
+    if (!rcp_.empty() && rcp_[static_cast<size_t>(id)]) line("const vec<float> " + var + "_r = 1.0f / " + var + ";");
   }
 
   void emit_stores(ValueId id) {
@@ -674,6 +671,7 @@ class Emitter {
   std::map<ValueId, std::string> red_value_;
   int prefetch_pass_ = 0;        // the pass that prefetches the next row (0: none)
   std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
+  std::vector<bool> rcp_;        // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
   std::ostringstream out_;
   int ind_ = 0;
 };

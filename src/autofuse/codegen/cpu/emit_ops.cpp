@@ -87,7 +87,8 @@ std::string splat_literal(const Scalar& s, DType t) {
   return "af_splat<" + ct + ">((" + ct + ")" + lit + ")";
 }
 
-std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& a, PrecisionPolicy p) {
+std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& a, PrecisionPolicy p,
+                          const std::string& rcp) {
   const DType in_t = n.inputs.empty() ? n.dtype : g.node(n.inputs[0]).dtype;
   const std::string ct = compute_ctype(in_t);
   const std::string oct = compute_ctype(n.dtype);
@@ -165,6 +166,7 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
     case OpKind::Mul:
       return r(bl ? "(" + a[0] + " & " + a[1] + ")" : call("af_mul", ct, a));
     case OpKind::Div:
+      if (!rcp.empty() && ct == "float") return r("af_div_rcp(" + a[0] + ", " + a[1] + ", " + rcp + ")");
       return r("(" + a[0] + " / " + a[1] + ")");
     case OpKind::FloorDiv:
       return r(call("af_floordiv", ct, a));
@@ -261,6 +263,48 @@ std::string horizontal_reduction(OpKind op, const std::string& ctype, const std:
     default:
       return "";
   }
+}
+
+}  // namespace autofuse
+
+namespace autofuse {
+
+bool is_cascade_sum(OpKind k, DType in) {
+  return (k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Var) && is_float(in);
+}
+
+std::string reduction_acc_ctype(const Graph& g, const Node& n) {
+  const DType in = g.node(n.inputs[0]).dtype;
+  switch (n.op) {
+    case OpKind::Sum:
+    case OpKind::Prod:
+      return is_float(in) ? compute_ctype(in) : "int64_t";
+    case OpKind::Any:
+    case OpKind::All:
+      return "uint8_t";
+    default:
+      return compute_ctype(in);
+  }
+}
+
+/// Float sums fold their f32 block partials into f64, so a long row's error stays at the block level (blk * AF_W
+/// elements) instead of growing with the row.
+std::string reduction_main_ctype(const Graph& g, const Node& n) {
+  const std::string at = reduction_acc_ctype(g, n);
+  return is_cascade_sum(n.op, g.node(n.inputs[0]).dtype) && at == "float" ? "double" : at;
+}
+
+std::vector<bool> divisors_with_reciprocal(const Graph& g, const LoopNest& nest) {
+  std::vector<bool> rcp(g.size(), false);
+  if (!nest.inner_reduction) return rcp;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(static_cast<ValueId>(i));
+    if (n.op != OpKind::Div || n.inputs.size() != 2) continue;
+    const ValueId b = n.inputs[1];
+    if (nest.values[i].kept || !nest.values[static_cast<size_t>(b)].kept) continue;
+    if (compute_ctype(g.node(b).dtype) == "float") rcp[static_cast<size_t>(b)] = true;
+  }
+  return rcp;
 }
 
 }  // namespace autofuse
