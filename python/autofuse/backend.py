@@ -14,6 +14,7 @@ When the C++ fusion/kernel bindings are not available the groups run through the
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import logging
 import os
@@ -42,7 +43,7 @@ class GraphRecord:
 
     name: str
     kind: str  # "forward" | "backward" | "inference"
-    gm: torch.fx.GraphModule
+    gm: Optional[torch.fx.GraphModule]  # None when loaded from the AOTAutograd cache (aot_cache.py)
     lowered: Optional[LoweredGraph] = None
     steps: List[Step] = field(default_factory=list)
     mode: str = "kernels"  # "kernels" | "reference" (eager stand-in) | "interpreter" (stand-in) | "eager" (as-is)
@@ -52,10 +53,17 @@ class GraphRecord:
     fusion_report: str = ""
     program: Optional[Callable] = None  # the generated function (takes the list of arguments)
     example_bindings: Dict[str, int] = field(default_factory=dict)  # symbol values of the example inputs
+    cached: bool = False  # loaded from the AOTAutograd cache: no lowering (``lowered`` is None), steps carry kernels
+    cached_fallbacks: List[Any] = field(default_factory=list)  # the fallbacks stored with a cached graph
 
     @property
     def kernels(self) -> List[Step]:
         return [s for s in self.steps if s.kind == "kernel"]
+
+    @property
+    def fallbacks(self) -> List[Any]:
+        """``(op, reason)`` per ATen fallback of this graph (from its lowering, or stored with a cached graph)."""
+        return list(self.lowered.fallbacks) if self.lowered is not None else list(self.cached_fallbacks)
 
 
 #: Every graph compiled in this process, in order (explain() and tests look at the tail).
@@ -256,6 +264,12 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
 
     maybe_dump(record)
 
+    return boxed_runner(fn, record)
+
+
+def boxed_runner(fn: Callable, record: GraphRecord) -> Callable:
+    """The boxed callable AOTAutograd calls (``run(list_of_args) -> list``) around a generated program ``fn``: keeps
+    the kernel launcher's thread count equal to torch's (one integer comparison per call) and frees the arguments."""
     threads, get_threads = _THREADS, torch.get_num_threads
 
     def run(args):
@@ -267,6 +281,43 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
 
     run._boxed_call = True  # type: ignore[attr-defined]
     run.__autofuse_record__ = record  # type: ignore[attr-defined]
+    return run
+
+
+def cached_record(payload: Dict[str, Any], fn: Callable, kernels_by_ir: Dict[str, Any], seconds: float) -> GraphRecord:
+    """The GraphRecord of a graph loaded from the AOTAutograd cache (aot_cache.load_program): its steps (kernels with
+    their Kernel objects), program, stored fallbacks and fusion report; appended to RECORDS."""
+    record = GraphRecord(name=f"graph{next(_counter)}_{payload['kind']}", kind=payload["kind"], gm=None,
+                         mode="kernels", reason="loaded from the AOTAutograd cache", compile_seconds=seconds,
+                         fusion_report=payload.get("fusion_report", ""), program=fn, cached=True,
+                         cached_fallbacks=list(payload.get("fallbacks", [])))
+    record.program_source = payload["source"]
+    for kind, name, ir in payload["steps"]:
+        st = Step(kind, [], [], [], name=name)
+        if kind == "kernel":
+            st.kernel = kernels_by_ir.get(ir)
+            st.run = st.kernel.run if st.kernel is not None else None
+            st.info["ir"] = ir
+            if st.kernel is not None:
+                st.info["source"] = st.kernel.source
+        record.steps.append(st)
+    RECORDS.append(record)
+    return record
+
+
+def _cacheable(run: Callable) -> Callable:
+    """Attach the AOTAutograd cache's OutputCode to a compiled graph's runner (as ``__wrapped__``, where torch's cache
+    looks for it; calls still go straight to ``run``)."""
+    from . import aot_cache
+
+    record = getattr(run, "__autofuse_record__", None)
+    payload, why = None, "graph runs as-is in ATen"
+    if record is not None:
+        try:
+            payload = aot_cache.make_payload(record, record.program, aot_cache.base_globals())
+        except aot_cache.Unserializable as e:
+            why = str(e)
+    run.__wrapped__ = aot_cache.AutofuseOutputCode(run, payload, why)  # type: ignore[attr-defined]
     return run
 
 
@@ -298,14 +349,20 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
 
     from .decompositions import decomposition_table
 
+    from . import aot_cache
+
+    use_cache = aot_cache.enabled()
+    wrap = aot_cache.wrap_compiler if use_cache else (lambda f: f)
+    out = _cacheable if use_cache else (lambda r: r)
+
     def fw(g, ex):
-        return compile_graph(g, ex, "forward")
+        return out(compile_graph(g, ex, "forward"))
 
     def bw(g, ex):
-        return compile_graph(g, ex, "backward")
+        return out(compile_graph(g, ex, "backward"))
 
     def inference(g, ex):
-        return compile_graph(g, ex, "inference")
+        return out(compile_graph(g, ex, "inference"))
 
     why = _aot_drops_mutation(gm, example_inputs)
     if why:
@@ -313,10 +370,11 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         RECORDS.append(GraphRecord(name=f"graph{next(_counter)}_untraced", kind="inference", gm=gm, mode="eager",
                                    reason=why))
         return gm.forward
-    backend = aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
+    backend = aot_autograd(fw_compiler=wrap(fw), bw_compiler=wrap(bw), inference_compiler=wrap(inference),
                            decompositions=decomposition_table(), keep_inference_input_mutations=True)
     try:
-        return backend(gm, example_inputs)
+        with (aot_cache.cache_context() if use_cache else contextlib.nullcontext()):
+            return backend(gm, example_inputs)
     except Exception as e:  # noqa: BLE001 - AOTAutograd/decomposition failures must not break the user's program
         from torch._dynamo.exc import TorchDynamoException
 

@@ -111,17 +111,20 @@ def _input_ids(cfg, args) -> torch.Tensor:
     return torch.randint(0, cfg.vocab_size, (args.batch, args.seq), generator=gen)
 
 
-def _probe(backend_name: str, name: str, args, cache_dir: str) -> Dict[str, float]:
+def _probe(backend_name: str, name: str, args, cache_dir: str, extra_env: Dict[str, str] | None = None) -> Dict[str, float]:
     """Time the first call of the compiled model in a new process whose kernel caches (ours and Inductor's) live in
     ``cache_dir``: an empty directory gives the cold compile time, a populated one the warm start. Returns the
-    probe's figures (``first``: seconds of the first call, Dynamo + AOTAutograd + backend; for autofuse also
+    probe's figures (``first``: seconds of the first call, Dynamo + AOTAutograd + backend; ``first_cpu``: the CPU
+    seconds this process spent in it (all its threads; C++ compiler processes not included), the figure to compare
+    when the machine is loaded; for autofuse also
     ``backend``: seconds in our compiler (lowering, fusion, kernel compiles) and ``compiles``: C++ compiles); nan
-    figures on failure."""
+    figures on failure. ``extra_env`` is added to the probe's environment."""
     cmd = [sys.executable, "-m", "autofuse.demo", "--probe", backend_name, "--models", name, "--layers",
            str(args.layers), "--batch", str(args.batch), "--seq", str(args.seq)]
     env = dict(os.environ)
     env["AUTOFUSE_CACHE_DIR"] = os.path.join(cache_dir, "autofuse")
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir, "inductor")
+    env.update(extra_env or {})
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in r.stdout.splitlines():
         if line.startswith("PROBE "):
@@ -138,12 +141,34 @@ def probe(backend_name: str, name: str, args) -> None:
     ids = _input_ids(cfg, args)
     with torch.no_grad():
         compiled = torch.compile(model, backend=backend_name)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         _logits(compiled, ids)
-        first = time.perf_counter() - t
+        first, first_cpu = time.perf_counter() - t, time.process_time() - c
     ours = sum(r.compile_seconds for r in backend.RECORDS)
     compiles = _cache_compiles() if backend_name == "autofuse" else 0
-    print(f"PROBE first={first:.6f} backend={ours:.6f} compiles={compiles or 0}", flush=True)
+    split = " ".join(f"{k}={v:.6f}" for k, v in first_call_split().items())
+    print(f"PROBE first={first:.6f} first_cpu={first_cpu:.6f} backend={ours:.6f} compiles={compiles or 0} {split}",
+          flush=True)
+
+
+#: Dynamo's timed phases (torch._dynamo.utils.compile_times) that split a first call, by the name printed for it:
+#: trace = Dynamo's bytecode tracing; backend_call = the backend call (AOTAutograd + compiler, or the AOTAutograd cache
+#: hit); aot = AOTAutograd's tracing (absent on an AOTAutograd cache hit); aot_load = loading a cached entry
+#: (Inductor: importing the compiled module, PyCodeCache.load_by_key_path); guards = building Dynamo's guards.
+SPLIT_PHASES = {"trace": "bytecode_tracing", "backend_call": "OutputGraph.call_user_compiler",
+                "aot": "create_aot_dispatcher_function", "aot_load": "AOTAutogradCache.inductor_load",
+                "import": "PyCodeCache.load_by_key_path", "guards": "build_guards",
+                "dynamo_total": "_compile.compile_inner"}
+
+
+def first_call_split() -> Dict[str, float]:
+    """Seconds per phase of this process's compiles so far (summed over graphs), from Dynamo's own timers; a phase
+    that did not run is 0."""
+    from torch._dynamo.utils import compile_times
+
+    heads, values = compile_times(repr="csv", aggregate=True)
+    got = {h: float(v) for h, v in zip(heads, values)}
+    return {name: got.get(phase, 0.0) for name, phase in SPLIT_PHASES.items()}
 
 
 def _logits(model, ids):
@@ -178,7 +203,7 @@ def run_model(name: str, spec, args) -> Dict[str, object]:
         res["kernels"] = sum(len(r.kernels) for r in recs)
         res["steps"] = {k: sum(1 for r in recs for st in r.steps if st.kind == k) for k in ("kernel", "host", "extern")}
         res["modes"] = sorted({r.mode for r in recs})
-        res["fallback_ops"] = sorted({op for r in recs if r.lowered for op, _ in r.lowered.fallbacks})
+        res["fallback_ops"] = sorted({op for r in recs for op, _ in r.fallbacks})
         res["graphs"] = len(recs)
         res["fp32_rel"] = _rel(out, ref)
         fns = {"eager": lambda: _logits(model, ids), "autofuse": lambda: _logits(compiled, ids)}

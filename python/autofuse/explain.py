@@ -1,8 +1,9 @@
 """``autofuse.explain(fn, *args, **kwargs)``: what the backend does with a function, as a report object.
 
-Resets Dynamo (so the function is compiled afresh), compiles ``fn`` with the autofuse backend, calls it once with the
-given arguments, and reports every graph Dynamo/AOTAutograd produced: kernels (their IR ops and generated source),
-ATen fallbacks with reasons, and the graph count. ``str(report)`` is a readable summary.
+Resets Dynamo (so the function is compiled afresh, without the AOTAutograd cache: aot_cache.py), compiles ``fn``
+with the autofuse backend, calls it once with the given arguments, and reports every graph Dynamo/AOTAutograd
+produced: kernels (their IR ops and generated source), ATen fallbacks with reasons, and the graph count.
+``str(report)`` is a readable summary.
 """
 
 from __future__ import annotations
@@ -80,12 +81,13 @@ def report_from_records(records) -> ExplainReport:
 
 def explain(fn: Callable, *args, **kwargs) -> ExplainReport:
     """Compile ``fn`` with the autofuse backend, run it once on ``args``/``kwargs``, and report what happened."""
-    from . import backend
+    from . import aot_cache, backend
 
     torch._dynamo.reset()
     start = len(backend.RECORDS)
     compiled = torch.compile(fn, backend=backend.autofuse_backend)
-    out = compiled(*args, **kwargs)
+    with aot_cache.bypass():  # a cache hit would not lower anything, and the report lists what was lowered
+        out = compiled(*args, **kwargs)
     rep = report_from_records(backend.RECORDS[start:])
     rep.output = out
     return rep
