@@ -180,10 +180,12 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
       return r(call("af_max", ct, a));
     case OpKind::Minimum:
       return r(call("af_min", ct, a));
+    // eager's fmax/fmin keep the first operand on a tie of -0.0 and +0.0, except for bfloat16 (the second): measured
+    // with torch 2.13 for 0-d, short and vectorized tensors alike (tests/python/test_hard_inputs.py, signed zero ties)
     case OpKind::Fmax:
-      return r(call("af_fmax", ct, a));
+      return r(call(in_t == DType::BFloat16 ? "af_fmax_b" : "af_fmax", ct, a));
     case OpKind::Fmin:
-      return r(call("af_fmin", ct, a));
+      return r(call(in_t == DType::BFloat16 ? "af_fmin_b" : "af_fmin", ct, a));
     case OpKind::Atan2:
       return r("af_atan2(" + a[0] + ", " + a[1] + ")");
     case OpKind::Eq:
