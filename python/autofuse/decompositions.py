@@ -38,11 +38,33 @@ KEEP_WHOLE = [
 ]
 
 
+#: c10's ScalarType names, as eager's error messages spell dtypes.
+_SCALAR_TYPE_NAMES = {torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.bool: "Bool",
+                      torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16"}
+
+
+def _target_dtype_checked(decomp: Callable) -> Callable:
+    """nll_loss's decomposition with eager's check of the target dtype (int64 or uint8), which the decomposition leaves
+    out: an int32 target must raise as in eager (RuntimeError), not give a loss."""
+
+    def run(self, target, *args, **kwargs):
+        if target.dtype not in (torch.int64, torch.uint8):
+            name = _SCALAR_TYPE_NAMES.get(target.dtype, str(target.dtype))
+            raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}")
+        return decomp(self, target, *args, **kwargs)
+
+    return run
+
+
 @lru_cache(maxsize=1)
 def decomposition_table() -> Dict[torch._ops.OperatorBase, Callable]:
-    """The table: core ATen decompositions + EXTRA_DECOMPOSED - KEEP_WHOLE (computed once)."""
+    """The table: core ATen decompositions + EXTRA_DECOMPOSED - KEEP_WHOLE (computed once); nll_loss entries check
+    the target dtype as eager does."""
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(EXTRA_DECOMPOSED))
+    for op in (aten.nll_loss_forward.default, aten.nll_loss2d_forward.default):
+        if op in table:
+            table[op] = _target_dtype_checked(table[op])
     whole = set()
     for packet in KEEP_WHOLE:
         for name in packet.overloads():
