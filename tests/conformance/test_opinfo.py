@@ -145,7 +145,7 @@ def _ref64(op, sample):
     """The op evaluated in float64 on the same (upcast) inputs; None when the op refuses float64 inputs."""
     try:
         with torch.no_grad():
-            return op.op(_to64(sample.input), *_to64(sample.args), **sample.kwargs)
+            return op.op(_to64(sample.input), *_to64(sample.args), **_to64(sample.kwargs))  # tensor kwargs too (weight=)
     except Exception:  # noqa: BLE001 - e.g. a dtype= keyword that conflicts; the eager comparison still applies
         return None
 
@@ -204,8 +204,8 @@ def _check_sample(op, dtype, direction: str, i: int, sample, request) -> None:
                            if isinstance(t, torch.Tensor) and t.is_floating_point() else t,
                            (sample.input, sample.args))
             try:
-                ref = _grads(_call(op, sample), type("S", (), {"input": s64[0], "args": s64[1]})(), seed=i,
-                             round_to=dtype)
+                s64 = type("S", (), {"input": s64[0], "args": s64[1], "kwargs": _to64(sample.kwargs)})()
+                ref = _grads(_call(op, s64), s64, seed=i, round_to=dtype)  # tensor kwargs (weight=) in float64 too
             except Exception:  # noqa: BLE001 - no fp64 reference: eager comparison only
                 ref = None
     records = afb.RECORDS[n0:]
