@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.fx
@@ -225,6 +225,27 @@ def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
     return None
 
 
+def eager_layout(lg: LoweredGraph, v: int) -> Optional[Tuple[List[int], List[int]]]:
+    """How eager lays out graph output ``v`` when that is not contiguous: (perm, inverse) such that
+    ``empty(sizes permuted by perm).permute(inverse)`` has eager's strides (channels_last, a transposed result); None
+    for a contiguous result, or one whose layout is symbolic, overlapping or not dense. From the FX node's fake tensor,
+    which follows eager's layout rules (an elementwise result keeps its input's memory format)."""
+    fx = next((n for n, x in lg.fx_value.items() if x == v and isinstance(n, torch.fx.Node)), None)
+    val = fx.meta.get("val") if fx is not None else None
+    if not isinstance(val, torch.Tensor) or val.dim() < 2:
+        return None
+    sizes, strides = tuple(val.shape), tuple(val.stride())
+    if not all(isinstance(x, int) for x in sizes + strides) or val.is_contiguous():
+        return None
+    perm = sorted(range(len(sizes)), key=lambda d: -strides[d])  # outermost first; a stable sort keeps size-1 dims
+    expected = 1  # dense and non-overlapping: the permuted sizes' contiguous strides (size-1 dims take any stride)
+    for d in reversed(perm):
+        if sizes[d] != 1 and strides[d] != expected:
+            return None
+        expected *= sizes[d]
+    return perm, [perm.index(d) for d in range(len(sizes))]
+
+
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
     """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
     e = _Emitter(lg)
@@ -242,6 +263,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     for v, t in lg.const_inputs.items():
         L.append(f"    v{v} = {e.const(t, 'T')}")
     last_use = _last_uses(lg, steps)
+    graph_outputs = {v for kind, v in lg.outputs if kind == "node"}
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
     L.extend(_check_lines(lg, checked))
     for k, st in enumerate(steps):
@@ -255,7 +277,13 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         if st.kind == "kernel":
             for o in st.outputs:
                 n = lg.nodes[o]
-                L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")
+                layout = eager_layout(lg, o) if o in graph_outputs else None
+                if layout is None:
+                    L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")
+                else:  # a graph output gets eager's strides (the kernels write any strides)
+                    perm, inverse = layout
+                    dims = ", ".join(_py_size(lg, n.shape[d]) for d in perm)
+                    L.append(f"    v{o} = empty(({dims},), dtype={e.const(n.dtype, 'D')}).permute({inverse!r})")
             outs = ", ".join(f"v{o}" for o in st.outputs)
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
