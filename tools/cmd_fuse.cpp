@@ -3,6 +3,7 @@
 // merges, refusals with reason codes).
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
 
 #include "autofuse/driver/pipeline.h"
 #include "autofuse/fusion/dot.h"
@@ -24,8 +25,14 @@ int cmd_fuse(const Args& args) {
   o.horizontal = !a.has("no-horizontal");
   o.vertical = !a.has("no-vertical");
   if (a.has("no-recompute")) o.recompute_max_weight = 0;
-  if (auto n = a.get("max-nodes")) o.max_group_nodes = static_cast<int>(parse_int(*n, "--max-nodes"));
-  if (auto n = a.get("max-inputs")) o.max_group_inputs = static_cast<int>(parse_int(*n, "--max-inputs"));
+  auto positive = [](const std::string& text, const char* what) {
+    int64_t v = parse_int(text, what);
+    if (v < 1 || v > (1 << 30))
+      throw std::invalid_argument(std::string(what) + ": expected a count from 1 to 2^30, got " + text);
+    return static_cast<int>(v);
+  };
+  if (auto n = a.get("max-nodes")) o.max_group_nodes = positive(*n, "--max-nodes");
+  if (auto n = a.get("max-inputs")) o.max_group_inputs = positive(*n, "--max-inputs");
   FusedGraph f = run_fusion_pipeline(g, o);
   std::cout << f.str();
   std::cout << "kernels: " << f.num_kernels() << "\n";

@@ -114,15 +114,7 @@ int cmd_interp(const Args& args) {
   const uint64_t seed = static_cast<uint64_t>(a.has("seed") ? parse_seed(*a.get("seed")) : 0);
 
   Bindings b;
-  for (const std::string& kv : a.get_all("shape")) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw std::invalid_argument("--shape: expected SYM=N, got '" + kv + "'");
-    }
-    int64_t v = parse_int(kv.substr(eq + 1), "--shape " + kv.substr(0, eq));
-    if (v < 0) throw std::invalid_argument("--shape " + kv + ": a size must be >= 0");
-    b[kv.substr(0, eq)] = v;
-  }
+  for (const auto& [name, v] : parse_shapes(a.get_all("shape"))) b[name] = v;
   for (const std::string& s : g.symbols()) b.emplace(s, kDefaultSymbolSize);
   for (const auto& [name, v] : b) {
     if (!g.symbols().count(name)) throw std::invalid_argument("--shape: the graph has no symbol '" + name + "'");

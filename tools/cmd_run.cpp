@@ -32,12 +32,8 @@ int cmd_run(const Args& args) {
   }
   Graph g = parse_graph(read_file(a.positional[0]), a.positional[0]);
   Bindings b;
-  for (const std::string& s : g.symbols()) b[s] = 8;
-  for (const std::string& kv : a.get_all("shape")) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("--shape: expected SYM=N, got '" + kv + "'");
-    b[kv.substr(0, eq)] = parse_int(kv.substr(eq + 1), "--shape " + kv.substr(0, eq));
-  }
+  for (const auto& [name, v] : parse_shapes(a.get_all("shape"))) b[name] = v;
+  for (const std::string& s : g.symbols()) b.emplace(s, 8);
   const uint64_t seed = static_cast<uint64_t>(a.get("seed") ? parse_seed(*a.get("seed")) : 0);
   const int64_t repeat = a.get("repeat") ? std::max<int64_t>(1, parse_int(*a.get("repeat"), "--repeat")) : 5;
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,5 +52,8 @@ ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_op
 int64_t parse_int(const std::string& text, const std::string& what);
 /// parse_int for --seed: a whole number >= 0; throws std::invalid_argument otherwise.
 int64_t parse_seed(const std::string& text);
+/// The values of repeated `--shape SYM=N` options as symbol -> size (elements); throws std::invalid_argument naming
+/// the option for a pair without '=' or a name, a size that is not an integer >= 0, or a symbol given twice.
+std::map<std::string, int64_t> parse_shapes(const std::vector<std::string>& pairs);
 
 }  // namespace autofuse::cli

@@ -129,6 +129,19 @@ ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_op
   return out;
 }
 
+std::map<std::string, int64_t> parse_shapes(const std::vector<std::string>& pairs) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& kv : pairs) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--shape: expected SYM=N, got '" + kv + "'");
+    std::string name = kv.substr(0, eq);
+    int64_t v = parse_int(kv.substr(eq + 1), "--shape " + name);
+    if (v < 0) throw std::invalid_argument("--shape " + kv + ": a size must be >= 0");
+    if (!out.emplace(name, v).second) throw std::invalid_argument("--shape: " + name + " is given twice ('" + kv + "')");
+  }
+  return out;
+}
+
 int64_t parse_int(const std::string& text, const std::string& what) {
   size_t used = 0;
   int64_t v = 0;

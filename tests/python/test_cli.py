@@ -86,3 +86,17 @@ def test_run_accepts_graphs_of_several_kernels():
     r = run("run", ROOT / "tests" / "ir" / "reductions.af", "--shape", "s0=5", "--shape", "s1=7")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "not one kernel" in r.stdout and "MISMATCH" not in r.stdout
+
+
+def test_shape_twice_and_nonpositive_fusion_caps_are_refused():
+    """Found by a new-user test: a repeated --shape silently took the last value, --max-nodes 0 / -1 were accepted."""
+    for cmd in ("interp", "run"):
+        r = run(cmd, SOFTMAX, "--shape", "s0=3", "--shape", "s0=5")
+        assert r.returncode != 0 and "s0 is given twice" in r.stderr, (cmd, r.stderr)
+        r = run(cmd, SOFTMAX, "--shape", "s0=-1")
+        assert r.returncode != 0 and "must be >= 0" in r.stderr, (cmd, r.stderr)
+    for bad in ("0", "-1"):
+        r = run("fuse", SOFTMAX, "--max-nodes", bad)
+        assert r.returncode != 0 and "--max-nodes: expected a count from 1" in r.stderr, r.stderr
+    r = run("fuse", SOFTMAX, "--max-nodes", "3")
+    assert r.returncode == 0 and "kernels:" in r.stdout

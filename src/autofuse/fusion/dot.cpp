@@ -103,9 +103,18 @@ void render_dot(const std::string& dot_text, const std::string& out_path) {
     return q + "'";
   };
   std::string cmd = "dot -T" + ext + " " + quote(tmpl) + " -o " + quote(out_path) + " 2>&1";
-  int rc = std::system(cmd.c_str());
+  std::string said;  // dot's diagnostics go into the error, not to the terminal
+  int rc = -1;
+  if (FILE* pipe = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (size_t n = fread(buf, 1, sizeof buf, pipe)) said.append(buf, n);
+    rc = pclose(pipe);
+  }
   std::remove(tmpl);
-  if (rc != 0) throw std::runtime_error(out_path + ": graphviz dot failed (exit status " + std::to_string(rc) + ")");
+  while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+  if (rc != 0)
+    throw std::runtime_error(out_path + ": graphviz dot failed (exit status " + std::to_string(rc) + ")" +
+                             (said.empty() ? "" : ": " + said));
 }
 
 }  // namespace autofuse
