@@ -137,7 +137,8 @@ std::map<std::string, int64_t> parse_shapes(const std::vector<std::string>& pair
     std::string name = kv.substr(0, eq);
     int64_t v = parse_int(kv.substr(eq + 1), "--shape " + name);
     if (v < 0) throw std::invalid_argument("--shape " + kv + ": a size must be >= 0");
-    if (!out.emplace(name, v).second) throw std::invalid_argument("--shape: " + name + " is given twice ('" + kv + "')");
+    if (!out.emplace(name, v).second)
+      throw std::invalid_argument("--shape: " + name + " is given twice ('" + kv + "')");
   }
   return out;
 }
