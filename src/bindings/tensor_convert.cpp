@@ -94,11 +94,11 @@ const TorchFast* torch_fast() {
   auto* c = new TorchFast();
   c->tensor_type = nb::object(mod.attr("Tensor")).release().ptr();
   c->strided = nb::object(mod.attr("strided")).release().ptr();
-  const std::pair<const char*, DType> names[] = {
-      {"bool", DType::Bool},       {"uint8", DType::UInt8},     {"int8", DType::Int8},
-      {"int16", DType::Int16},     {"int32", DType::Int32},     {"int64", DType::Int64},
-      {"float16", DType::Float16}, {"bfloat16", DType::BFloat16}, {"float32", DType::Float32},
-      {"float64", DType::Float64}};
+  const std::pair<const char*, DType> names[] = {{"bool", DType::Bool},       {"uint8", DType::UInt8},
+                                                 {"int8", DType::Int8},       {"int16", DType::Int16},
+                                                 {"int32", DType::Int32},     {"int64", DType::Int64},
+                                                 {"float16", DType::Float16}, {"bfloat16", DType::BFloat16},
+                                                 {"float32", DType::Float32}, {"float64", DType::Float64}};
   for (const auto& [name, dt] : names) c->dtypes.emplace_back(nb::object(mod.attr(name)).release().ptr(), dt);
   auto intern = [](const char* s) { return PyUnicode_InternFromString(s); };
   c->s_dtype = intern("dtype");
@@ -240,9 +240,9 @@ void check_device_and_layout(nb::handle obj, const char* what) {
   // A lazily negated view (torch._neg_view, conj of a negated view) holds the un-negated values in memory; its
   // DLPack export does not resolve that, so the view would read wrong signs.
   if (nb::hasattr(obj, "is_neg") && nb::cast<bool>(obj.attr("is_neg")()))
-    throw nb::value_error((std::string(what) +
-                           ": tensor has its negative bit set (a lazily negated view); call .resolve_neg() first")
-                              .c_str());
+    throw nb::value_error(
+        (std::string(what) + ": tensor has its negative bit set (a lazily negated view); call .resolve_neg() first")
+            .c_str());
   if (nb::hasattr(obj, "layout")) {
     std::string layout = py_str(obj.attr("layout"));
     if (layout != "torch.strided")

@@ -92,9 +92,25 @@ TEST(KernelExp, DenseSweepWithinOneUlp) {
 
 TEST(KernelExp, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> xs = {-inf, inf, std::numeric_limits<float>::quiet_NaN(), -0.0f, 0.0f, 88.72283f,
-                                 88.72284f, 89.0f, 1000.0f, -87.33655f, -103.97208f, -103.9721f, -104.0f, -1e30f,
-                                 1e-30f, -1e-45f, std::numeric_limits<float>::denorm_min(), 1.0f, -1.0f};
+  const std::vector<float> xs = {-inf,
+                                 inf,
+                                 std::numeric_limits<float>::quiet_NaN(),
+                                 -0.0f,
+                                 0.0f,
+                                 88.72283f,
+                                 88.72284f,
+                                 89.0f,
+                                 1000.0f,
+                                 -87.33655f,
+                                 -103.97208f,
+                                 -103.9721f,
+                                 -104.0f,
+                                 -1e30f,
+                                 1e-30f,
+                                 -1e-45f,
+                                 std::numeric_limits<float>::denorm_min(),
+                                 1.0f,
+                                 -1.0f};
   const std::vector<float> ys = run_f32(kExp, xs);
   for (size_t i = 0; i < xs.size(); ++i) {
     const float x = xs[i], y = ys[i];
@@ -128,15 +144,23 @@ TEST(KernelDivByRowValue, BitIdenticalToIeeeDivision) {
   const int64_t rows = 64, cols = 301;
   std::vector<float> xs(static_cast<size_t>(rows * cols));
   std::uniform_real_distribution<float> u(-2, 2);
-  const float specials[] = {0.0f, -0.0f, 1e-40f, -1e-45f, 1e30f, -3e-30f, std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), 1.7e38f, 1e-20f};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1e-40f,
+                            -1e-45f,
+                            1e30f,
+                            -3e-30f,
+                            std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            1.7e38f,
+                            1e-20f};
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
       float v = u(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20);
       if (r % 4 == 1 && rng() % 16 == 0) v = specials[rng() % 10];
-      if (r == 2) v = 0.0f;                  // sum 0
-      if (r == 3) v = c == 0 ? 1e-41f : 0;   // subnormal sum
-      if (r == 5 && c == 7) v = 3e38f;       // the sum overflows
+      if (r == 2) v = 0.0f;                 // sum 0
+      if (r == 3) v = c == 0 ? 1e-41f : 0;  // subnormal sum
+      if (r == 5 && c == 7) v = 3e38f;      // the sum overflows
       if (r == 5 && c == 8) v = 3e38f;
       xs[static_cast<size_t>(r * cols + c)] = v;
     }

@@ -28,11 +28,11 @@ namespace {
 thread_local LaunchStages* t_stages = nullptr;
 
 /// Now in steady_clock ns, into the recorded stage `field` when recording is on.
-inline void stamp(int64_t LaunchStages::* field) {
+inline void stamp(int64_t LaunchStages::*field) {
   if (t_stages != nullptr)
-    t_stages->*field = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count();
+    t_stages->*field =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
 }
 
 std::string sanitize(const std::string& s) {
