@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/graph.h"
 #include "autofuse/ir/tensor.h"
 #include "autofuse/runtime/thread_pool.h"
@@ -32,6 +34,23 @@ struct TilingRestore {
 inline uint64_t test_seed() {
   const char* env = std::getenv("AUTOFUSE_TEST_SEED");
   return env ? std::strtoull(env, nullptr, 10) : 20261129;
+}
+
+/// The random engine of a random test, seeded with test_seed(); prints the seed so a failure can be replayed.
+inline std::mt19937_64 seeded_rng() {
+  const uint64_t seed = test_seed();
+  std::printf("seed %llu (replay with AUTOFUSE_TEST_SEED=%llu)\n", static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed));
+  return std::mt19937_64(seed);
+}
+
+/// Runs kernel k on `in` into fresh contiguous outputs of its output dtypes and sizes.
+inline std::vector<HostTensor> run_kernel(const Kernel& k, const std::vector<HostTensor>& in) {
+  std::vector<HostTensor> outs;
+  for (auto& s : k.output_sizes(in))
+    outs.push_back(HostTensor::empty(k.graph().node(k.graph().outputs()[outs.size()]).dtype, s));
+  k.run(in, outs);
+  return outs;
 }
 
 /// Random draws shared by the generators: an element of v, true with probability p, an int in [lo, hi].

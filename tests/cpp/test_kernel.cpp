@@ -20,18 +20,10 @@ using kernel_testing::compare;
 using kernel_testing::default_tolerance;
 using kernel_testing::Layout;
 using kernel_testing::make_tensor;
+using kernel_testing::run_kernel;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-/// Run the kernel into fresh contiguous outputs.
-std::vector<HostTensor> run_kernel(const Kernel& k, const std::vector<HostTensor>& in) {
-  std::vector<HostTensor> outs;
-  for (auto& s : k.output_sizes(in))
-    outs.push_back(HostTensor::empty(k.graph().node(k.graph().outputs()[outs.size()]).dtype, s));
-  k.run(in, outs);
-  return outs;
-}
 
 HostTensor filled(DType t, std::vector<int64_t> sizes, const std::vector<double>& vals) {
   HostTensor h = HostTensor::empty(t, sizes);

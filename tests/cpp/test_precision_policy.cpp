@@ -24,6 +24,7 @@ namespace {
 using kernel_testing::compare;
 using kernel_testing::Layout;
 using kernel_testing::make_tensor;
+using kernel_testing::run_kernel;
 
 /// Sets AUTOFUSE_EMULATE_PRECISION_CASTS for the scope (nullopt: unset), restoring the previous value.
 class PolicyEnv {
@@ -47,14 +48,6 @@ class PolicyEnv {
   static constexpr const char* kVar = "AUTOFUSE_EMULATE_PRECISION_CASTS";
   std::optional<std::string> old_;
 };
-
-std::vector<HostTensor> run_kernel(const Kernel& k, const std::vector<HostTensor>& in) {
-  std::vector<HostTensor> outs;
-  for (auto& s : k.output_sizes(in))
-    outs.push_back(HostTensor::empty(k.graph().node(k.graph().outputs()[outs.size()]).dtype, s));
-  k.run(in, outs);
-  return outs;
-}
 
 HostTensor vector_of(DType t, const std::vector<double>& v) {
   HostTensor h = HostTensor::empty(t, {static_cast<int64_t>(v.size())});

@@ -64,9 +64,7 @@ std::vector<int64_t> random_sizes(const Graph& g, std::mt19937_64& rng, std::vec
 
 TEST(Tiling, DecisionsSatisfyConstraints) {
   Restore restore;
-  const uint64_t seed = kernel_testing::test_seed();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = kernel_testing::seeded_rng();
   for (const char* text : kGraphs) {
     Graph g = parse_graph(text);
     auto k = Kernel::compile(g);
@@ -124,9 +122,7 @@ TEST(Tiling, DecisionsSatisfyConstraints) {
 
 TEST(Tiling, EveryCandidateMatchesInterpreter) {
   Restore restore;
-  const uint64_t seed = kernel_testing::test_seed();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = kernel_testing::seeded_rng();
   const Layout layouts[] = {Layout::Contiguous, Layout::Permuted, Layout::Gapped, Layout::Expanded};
   int split_runs = 0, narrow_runs = 0;  // graphs where the kind applies at a probe shape
   for (const char* text : kGraphs) {
@@ -165,9 +161,7 @@ TEST(Tiling, EveryCandidateMatchesInterpreter) {
 
 TEST(Tiling, RandomKernelGraphsUnderSplit) {
   Restore restore;
-  const uint64_t seed = kernel_testing::test_seed();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = kernel_testing::seeded_rng();
   set_num_threads(3);
   for (int i = 0; i < 25; ++i) {
     kernel_testing::RandomGraph rg = kernel_testing::random_kernel_graph(rng);

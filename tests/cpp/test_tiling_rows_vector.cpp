@@ -64,9 +64,7 @@ TEST(TilingRowsVector, Permutation) {
 
 TEST(TilingRowsVector, MatchesInterpreter) {
   Restore restore;
-  const uint64_t seed = kernel_testing::test_seed();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = kernel_testing::seeded_rng();
   const Layout layouts[] = {Layout::Contiguous, Layout::Permuted, Layout::Gapped, Layout::Expanded};
   const int64_t cols_choices[] = {1, 2, 3, 4, 5, 16, 17, 64, 255};
   const int64_t rows_choices[] = {0, 1, 2, 15, 16, 17, 33, 1000, 5000};
@@ -113,9 +111,7 @@ TEST(TilingRowsVector, MatchesInterpreter) {
 
 TEST(TilingRowsVector, CandidateConstraints) {
   Restore restore;
-  const uint64_t seed = kernel_testing::test_seed();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = kernel_testing::seeded_rng();
   for (const char* text : kInner) {
     Graph g = parse_graph(text);
     auto k = Kernel::compile(g);
@@ -151,9 +147,7 @@ TEST(TilingRowsVector, CandidateConstraints) {
 
 TEST(TilingRowsVector, RandomKernelGraphs) {
   Restore restore;
-  const uint64_t seed = kernel_testing::test_seed();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = kernel_testing::seeded_rng();
   set_num_threads(3);
   for (int i = 0; i < 40; ++i) {
     kernel_testing::RandomGraph rg = kernel_testing::random_kernel_graph(rng);
