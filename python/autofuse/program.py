@@ -225,13 +225,11 @@ def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
     return None
 
 
-def eager_layout(lg: LoweredGraph, v: int) -> Optional[Tuple[List[int], List[int]]]:
-    """How eager lays out graph output ``v`` when that is not contiguous: (perm, inverse) such that
-    ``empty(sizes permuted by perm).permute(inverse)`` has eager's strides (channels_last, a transposed result); None
-    for a contiguous result, or one whose layout is symbolic, overlapping or not dense. From the FX node's fake tensor,
-    which follows eager's layout rules (an elementwise result keeps its input's memory format)."""
-    fx = next((n for n, x in lg.fx_value.items() if x == v and isinstance(n, torch.fx.Node)), None)
-    val = fx.meta.get("val") if fx is not None else None
+def eager_layout(val: Any) -> Optional[Tuple[List[int], List[int]]]:
+    """How eager lays out a graph output whose FX fake tensor is ``val``, when that is not contiguous: (perm, inverse)
+    such that ``empty(sizes permuted by perm).permute(inverse)`` has eager's strides (channels_last, a transposed
+    result); None for a contiguous result, or one whose layout is symbolic, overlapping or not dense. The fake tensor
+    follows eager's layout rules (an elementwise result keeps its input's memory format)."""
     if not isinstance(val, torch.Tensor) or val.dim() < 2:
         return None
     sizes, strides = tuple(val.shape), tuple(val.stride())
@@ -264,6 +262,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         L.append(f"    v{v} = {e.const(t, 'T')}")
     last_use = _last_uses(lg, steps)
     graph_outputs = {v for kind, v in lg.outputs if kind == "node"}
+    fake = {v: n.meta.get("val") for n, v in lg.fx_value.items()
+            if isinstance(v, int) and v in graph_outputs and isinstance(n, torch.fx.Node)}
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
     L.extend(_check_lines(lg, checked))
     for k, st in enumerate(steps):
@@ -277,7 +277,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         if st.kind == "kernel":
             for o in st.outputs:
                 n = lg.nodes[o]
-                layout = eager_layout(lg, o) if o in graph_outputs else None
+                layout = eager_layout(fake.get(o))
                 if layout is None:
                     L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")
                 else:  # a graph output gets eager's strides (the kernels write any strides)
