@@ -33,6 +33,8 @@ int cmd_run(const Args& args) {
   Graph g = parse_graph(read_file(a.positional[0]), a.positional[0]);
   Bindings b;
   for (const auto& [name, v] : parse_shapes(a.get_all("shape"))) b[name] = v;
+  for (const auto& [name, v] : b)
+    if (!g.symbols().count(name)) throw std::invalid_argument("--shape: the graph has no symbol '" + name + "'");
   for (const std::string& s : g.symbols()) b.emplace(s, 8);
   const uint64_t seed = static_cast<uint64_t>(a.get("seed") ? parse_seed(*a.get("seed")) : 0);
   const int64_t repeat = a.get("repeat") ? std::max<int64_t>(1, parse_int(*a.get("repeat"), "--repeat")) : 5;

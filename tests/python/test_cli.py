@@ -100,3 +100,14 @@ def test_shape_twice_and_nonpositive_fusion_caps_are_refused():
         assert r.returncode != 0 and "--max-nodes: expected a count from 1" in r.stderr, r.stderr
     r = run("fuse", SOFTMAX, "--max-nodes", "3")
     assert r.returncode == 0 and "kernels:" in r.stdout
+
+
+def test_sizes_whose_product_overflows_and_unknown_symbols_are_refused():
+    """Found by a new-user test: sizes multiplying past 2^63 made a small wrapped-around buffer and segfaulted; `run`
+    ignored a --shape for a symbol the graph does not have."""
+    for cmd in ("run", "interp"):
+        for a, b in (("s0=4611686018427387904", "s1=4"), ("s0=3037000500", "s1=3037000500")):
+            r = run(cmd, SOFTMAX, "--shape", a, "--shape", b)
+            assert r.returncode == 1 and "out of memory" in r.stderr, (cmd, a, r.returncode, r.stderr)
+        r = run(cmd, SOFTMAX, "--shape", "N=0")
+        assert r.returncode == 2 and "has no symbol 'N'" in r.stderr, (cmd, r.stderr)

@@ -1,9 +1,12 @@
 #include "autofuse/ir/tensor.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
+#include <string>
 
 namespace autofuse {
 
@@ -22,7 +25,19 @@ HostTensor HostTensor::empty(DType dtype, std::vector<int64_t> sizes) {
   t.dtype = dtype;
   t.strides = contiguous_strides_i64(sizes);
   t.sizes = std::move(sizes);
-  size_t bytes = static_cast<size_t>(std::max<int64_t>(t.numel(), 1)) * dtype_size(dtype);
+  // The byte count is checked: sizes whose product overflows int64 (e.g. 2^62 x 4) are more memory than exists, not
+  // a small wrapped-around buffer (the CLI segfaulted on `--shape s0=4611686018427387904 --shape s1=4`).
+  int64_t elements = 1, bytes64 = 0;
+  for (int64_t s : t.sizes)
+    if (s < 0) throw std::invalid_argument("HostTensor::empty: negative size " + std::to_string(s));
+  for (int64_t s : t.sizes)
+    if (s == 0) elements = 0;
+  for (int64_t s : t.sizes)
+    if (elements != 0 && __builtin_mul_overflow(elements, s, &elements)) throw std::bad_alloc();
+  if (__builtin_mul_overflow(std::max<int64_t>(elements, 1), static_cast<int64_t>(dtype_size(dtype)), &bytes64) ||
+      bytes64 > INT64_MAX - 63)
+    throw std::bad_alloc();
+  size_t bytes = static_cast<size_t>(bytes64);
   bytes = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes);
   if (!p) throw std::bad_alloc();
