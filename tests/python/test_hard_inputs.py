@@ -61,9 +61,10 @@ FLOAT_BINARY = {
 
 def _second_on_zero_tie(f):
     """``f`` (torch.maximum / torch.minimum) with eager's vectorized-loop answer on a tie of -0.0 and +0.0 for every
-    size: the second operand. Eager itself answers by code path (torch 2.13, test_maximum_zero_tie_depends_on_eager_path):
-    its loop over 0-d and short tensors (fewer elements than one vector) returns the first operand, its vectorized loop
-    the second; the kernels always return the second. The chains' eager reference uses this form, so ties are compared
+    element: the second operand. Eager itself answers element by element by code path (torch 2.13,
+    test_maximum_zero_tie_depends_on_eager_path): its scalar loop returns the first operand, its vectorized loop the
+    second, and the scalar loop takes 0-d tensors, tensors shorter than a vector block and the tail past the last full
+    block (f32 n=40: elements 32-39); the kernels always return the second. The chains' eager reference uses this form, so ties are compared
     exactly, signs of zero and what later ops make of them (reciprocal: +-inf, sign: +-1) included."""
 
     def g(x, y):
