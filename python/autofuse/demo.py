@@ -22,7 +22,6 @@ import copy
 import logging
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from typing import Callable, Dict, List, Tuple
 import torch
 
 from . import backend
+from .bench.timing import medians, quiet_window, time_interleaved
 from .program import kernel_launches
 
 FP32_TOL = 1e-4
@@ -70,17 +70,14 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _time(fns: Dict[str, Callable], reps: int) -> Dict[str, float]:
-    """Median seconds per call of each function, calls interleaved round-robin (one warm-up call each first), so a
-    change in machine load affects every contender alike."""
-    for fn in fns.values():
-        fn()
-    ts: Dict[str, List[float]] = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            ts[k].append(time.perf_counter() - t)
-    return {k: statistics.median(v) for k, v in ts.items()}
+    """Median seconds per call of each function: ``reps`` rounds of one call each, the order rotating every round
+    (bench/timing.py, the method of ``python -m autofuse.bench.infer``), after two warm-up calls each; inside the
+    timing lock's quiet window when AUTOFUSE_TIMING_LOCK is set (bench/timing.py). Also stores each contender's
+    minimum in ``_time.minima``."""
+    with quiet_window(log=lambda s: print("  " + s)):
+        ts = time_interleaved(fns, reps, warmup=2)
+    _time.minima = {k: min(v) for k, v in ts.items()}
+    return medians(ts)
 
 
 def _cache_compiles() -> int | None:
@@ -212,7 +209,7 @@ def run_model(name: str, spec, args) -> Dict[str, object]:
             fns["inductor"] = lambda: _logits(ind, ids)
         n0 = kernel_launches()
         t = _time(fns, args.reps)
-        res["launches_per_call"] = (kernel_launches() - n0) / (args.reps + 1)
+        res["launches_per_call"] = (kernel_launches() - n0) / (args.reps + 2)
         for k, v in t.items():
             res[f"t_{k}"] = v
         fns.clear()
@@ -223,8 +220,9 @@ def run_model(name: str, spec, args) -> Dict[str, object]:
     ok32 = res["fp32_rel"] <= FP32_TOL
     print(f"  fp32 logits: max rel error vs eager {res['fp32_rel']:.2e}  [{'OK' if ok32 else 'FAIL'} <= {FP32_TOL:g}]")
     ind_t = f"{res['t_inductor'] * 1e3:.2f} ms" if "t_inductor" in res else "skipped"
-    print(f"  time per call (median of {args.reps}, interleaved): eager {res['t_eager'] * 1e3:.2f} ms | "
-          f"inductor {ind_t} | autofuse {res['t_autofuse'] * 1e3:.2f} ms")
+    print(f"  time per call (median of {args.reps} interleaved rounds; min): eager {res['t_eager'] * 1e3:.2f} ms | "
+          f"inductor {ind_t} | autofuse {res['t_autofuse'] * 1e3:.2f} ms; minima "
+          + " / ".join(f"{k} {v * 1e3:.2f}" for k, v in _time.minima.items()))
     ac, aw = res["autofuse_cold"], res["autofuse_warm"]
     ind_c = (f"inductor cold {res['inductor_cold']['first']:.2f} s / warm {res['inductor_warm']['first']:.2f} s | "
              if args.inductor else "")
@@ -383,7 +381,7 @@ def main(argv: List[str] | None = None) -> int:
     p.add_argument("--layers", type=int, default=2, help="transformer layers per model (published: 12 / 12 / 32)")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=32)
-    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--reps", type=int, default=20, help="timed rounds (interleaved) per model")
     p.add_argument("--no-inductor", dest="inductor", action="store_false", help="skip the Inductor comparison")
     p.add_argument("--no-sweep", dest="sweep", action="store_false")
     p.add_argument("--probe", choices=["autofuse", "inductor"], help=argparse.SUPPRESS)  # compile-time probe child

@@ -2,6 +2,7 @@
 // thread count, the host ISA, the machine model, and compile_module for tests and tools.
 #include <nanobind/stl/string.h>
 
+#include "autofuse/runtime/host_openmp.h"
 #include "autofuse/runtime/runtime.h"
 #include "autofuse/tiling/machine.h"
 #include "bindings.h"
@@ -73,6 +74,10 @@ void bind_runtime(nb::module_& m) {
         "Threads the kernel launcher's parallel_for uses, caller included (the backend passes "
         "torch.get_num_threads())");
   m.def("get_num_threads", &get_num_threads, "Threads the kernel launcher's parallel_for uses");
+  m.def(
+      "threads_backend", [] { return std::string(host_gomp_parallel() != nullptr ? "openmp" : "pool"); },
+      "Where parallel_for runs its chunks: 'openmp' (the GNU OpenMP team already loaded by torch, shared with "
+      "ATen) or 'pool' (the launcher's own threads: no OpenMP loaded, AUTOFUSE_THREADS=pool, or a forked child)");
   m.def("host_isa", &host_isa, "Kernel ISA: 'avx512', 'avx2' or 'scalar' (AUTOFUSE_ISA overrides the CPU probe)");
   m.def("kernel_compile_flags", &kernel_compile_flags, "The compiler flags kernels are built with");
 

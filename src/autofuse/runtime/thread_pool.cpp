@@ -1,5 +1,7 @@
 #include "autofuse/runtime/thread_pool.h"
 
+#include "autofuse/runtime/host_openmp.h"
+
 #include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
@@ -166,6 +168,15 @@ int default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+/// One OpenMP team thread's share of a job (GOMP_parallel's callback): claims chunks like a pool worker.
+void omp_team_work(void* data) {
+  Job* job = static_cast<Job*>(data);
+  const bool was = t_in_parallel;
+  t_in_parallel = true;
+  job->work();
+  t_in_parallel = was;
+}
+
 }  // namespace
 
 void set_num_threads(int n) { g_num_threads.store(std::max(1, n)); }
@@ -210,6 +221,11 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t beg
   if (job.chunks <= 1) {
     run_lock.unlock();
     fn(0, n);
+    return;
+  }
+  if (GompParallelFn gomp = host_gomp_parallel()) {  // the host's OpenMP team (ATen's): see host_openmp.h
+    gomp(&omp_team_work, &job, static_cast<unsigned>(job.chunks), 0);  // run_lock held: one team at a time
+    if (job.error) std::rethrow_exception(job.error);
     return;
   }
   p.ensure_workers(threads);

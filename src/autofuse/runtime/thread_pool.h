@@ -14,7 +14,9 @@ namespace autofuse {
 /// oversubscribe the machine or wait for each other). The first exception thrown by fn is rethrown in the caller
 /// after all started chunks finish; chunks not yet started are skipped. Workers spin for about 50 microseconds after
 /// a call (so back-to-back launches skip the kernel's wake-up), then sleep on a condition variable: between calls
-/// they use no CPU, leaving the cores to ATen's OpenMP threads.
+/// they use no CPU, leaving the cores to ATen's OpenMP threads. When the process already has GNU OpenMP loaded
+/// (PyTorch's), the chunks run on that runtime's team instead of the own workers (host_openmp.h), so kernels and
+/// ATen calls share one set of threads as Inductor's kernels do.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
 
 /// Sets the number of threads parallel_for uses (caller included); n < 1 is taken as 1. Takes effect at the next

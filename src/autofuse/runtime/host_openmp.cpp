@@ -1,0 +1,40 @@
+#include "autofuse/runtime/host_openmp.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace autofuse {
+namespace {
+
+std::atomic<GompParallelFn> g_fn{nullptr};
+std::atomic<bool> g_disabled{false};
+std::once_flag g_once;
+
+void look_up() {
+  pthread_atfork(nullptr, nullptr, [] { disable_host_openmp(); });
+  const char* mode = std::getenv("AUTOFUSE_THREADS");
+  if (mode != nullptr && std::strcmp(mode, "pool") == 0) return;
+  // RTLD_NOLOAD: only an already-loaded libgomp (matched by its soname), never a fresh one of our own, which would
+  // start a second team of spinning threads.
+  void* h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) return;
+  g_fn.store(reinterpret_cast<GompParallelFn>(dlsym(h, "GOMP_parallel")));
+  // The handle stays open: the runtime must outlive every later call (dlclose would only drop our reference).
+}
+
+}  // namespace
+
+GompParallelFn host_gomp_parallel() {
+  if (g_disabled.load(std::memory_order_relaxed)) return nullptr;
+  std::call_once(g_once, look_up);
+  return g_disabled.load(std::memory_order_relaxed) ? nullptr : g_fn.load(std::memory_order_relaxed);
+}
+
+void disable_host_openmp() { g_disabled.store(true); }
+
+}  // namespace autofuse
