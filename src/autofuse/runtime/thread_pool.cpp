@@ -1,7 +1,5 @@
 #include "autofuse/runtime/thread_pool.h"
 
-#include "autofuse/runtime/host_openmp.h"
-
 #include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
@@ -15,6 +13,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "autofuse/runtime/host_openmp.h"
 
 namespace autofuse {
 namespace {
