@@ -261,6 +261,20 @@ def eager_layout(val: Any) -> Optional[Tuple[List[int], List[int]]]:
     return perm, [perm.index(d) for d in range(len(sizes))]
 
 
+#: torch's C++ fast path for an uninitialized CPU tensor of given sizes and strides (what Inductor's generated wrappers
+#: allocate with: no argument parsing or dispatcher); None when this torch build lacks it (``torch.empty`` is used).
+_EMPTY_STRIDED = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_empty_strided_cpu", None)
+
+
+def _contiguous_strides(shape) -> Tuple[int, ...]:
+    """Row-major strides (elements) of the static ``shape``."""
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= max(int(d), 1)
+    return tuple(reversed(out))
+
+
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
     """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
     e = _Emitter(lg)
@@ -295,7 +309,12 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             for o in st.outputs:
                 n = lg.nodes[o]
                 layout = eager_layout(fake.get(o))
-                if layout is None:
+                static = all(isinstance(d, int) for d in n.shape)
+                if layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
+                    e.globals["ESC"] = _EMPTY_STRIDED
+                    L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {_contiguous_strides(n.shape)!r}, "
+                             f"{e.const(n.dtype, 'D')})")
+                elif layout is None:
                     L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")
                 else:  # a graph output gets eager's strides (the kernels write any strides)
                     perm, inverse = layout
