@@ -45,6 +45,7 @@ import logging
 import os
 import pickle
 import re
+import types
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
@@ -54,6 +55,8 @@ log = logging.getLogger("autofuse")
 
 #: Directory name under torch's cache directory (``TORCHINDUCTOR_CACHE_DIR``) that holds our packages.
 STORE_DIR = "autofuse-dynamo"
+#: File written next to a package's ``entry`` when installing it failed: neither loaded nor stored again.
+UNLOADABLE = "unloadable"
 
 _STATE = {"enabled": False, "saved": 0, "rejected": 0}
 
@@ -73,14 +76,48 @@ def _code_hash(code: Any) -> str:
     return hashlib.sha256(pickle.dumps(_without_filename(code), protocol=4)).hexdigest()[:16]
 
 
-def package_key(source_id: str, serialized_code: Any) -> str:
-    """The directory name of one package: torch's source id (a hash of the function's qualified name and first
-    line), a hash of its bytecode, and Autofuse's version tag (sources, native extension, code-generation
-    environment)."""
+def _qualified(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+
+
+def _function_parts(fn: Any, depth: int) -> Iterator[str]:
+    """What identifies a function beyond torch's source id: its bytecode's hash, the class of the object a bound
+    method belongs to, and (``depth`` levels deep) the name and bytecode of each function its closure holds. The
+    demo's three Hugging Face models share one ``forward`` code object, a decorator's ``wrapper`` whose closure
+    holds the model's own forward: torch's source id (name and first line) is the same for all three."""
+    from torch._dynamo.package import SerializedCode
+
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        yield "self=" + _qualified(type(owner))
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        yield "callable=" + _qualified(type(fn))
+        return
+    yield _qualified(fn) + "=" + _code_hash(SerializedCode.from_code_object(code))
+    if depth > 0:
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(value, types.FunctionType):
+                yield "[" + ",".join(_function_parts(value, depth - 1)) + "]"
+
+
+def package_key(fn: Any) -> str:
+    """The directory name of the package for ``fn`` (what ``torch.compile`` wraps: a function, or a module's bound
+    ``forward``): torch's source id (a hash of the innermost function's qualified name and first line), the parts
+    of _function_parts, and Autofuse's version tag (sources, native extension, code-generation environment)."""
+    from torch._dynamo.eval_frame import innermost_fn
+    from torch._dynamo.package import CompilePackage
+
     from .aot_cache import version_tag
 
-    tag = hashlib.sha256(f"{source_id}|{_code_hash(serialized_code)}|{version_tag()}".encode()).hexdigest()
-    return tag[:40]
+    inner = innermost_fn(fn)
+    parts = [CompilePackage.source_id_from_fn(inner), *_function_parts(inner, depth=3), version_tag()]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:40]
 
 
 def _is_ours(output_code: Any) -> bool:
@@ -133,32 +170,41 @@ class _StoreMixin:
             entry = PrecompileCacheEntry.from_cache_entry(copy.deepcopy(package.cache_entry()),
                                                           PrecompileContext._backend_artifacts_by_key)
             if entry is not None:
-                self.write(entry, package.source_id)
+                _record_module_globals(package, entry)
+                self._write_keyed(entry, package_key(package._innermost_fn))
         except Exception as e:  # noqa: BLE001 - a package that cannot be stored is traced again next time
             log.info("autofuse warm start: package %s not saved: %s", package.source_id, e)
 
     def write(self, cache_entry: Any, path: str) -> None:
-        """Write a package under our key, unless a compiled graph in it is not Autofuse's."""
+        """torch's own save (``torch.compiler.save_cache_artifacts()``) names a package by source id only, which
+        does not identify the function (see package_key): ignored, record_package has written it already."""
+        log.info("autofuse warm start: package %s already written when it was recorded", path)
+
+    def _write_keyed(self, cache_entry: Any, key: str) -> None:
+        """Write a package under ``key``, unless a compiled graph in it is not Autofuse's or it was marked
+        UNLOADABLE."""
         why = foreign_backend(cache_entry)
+        if not why and os.path.exists(os.path.join(self.path_prefix(), key, UNLOADABLE)):
+            why = "an earlier process could not install it (see the " + UNLOADABLE + " file)"
         if why:
             _STATE["rejected"] += 1
-            log.info("autofuse warm start: not saving %s: %s", path, why)
+            log.info("autofuse warm start: not saving %s: %s", key, why)
             return
-        super().write(cache_entry, package_key(path, cache_entry.dynamo.codes[0].python_code))  # type: ignore[misc]
+        super().write(cache_entry, key)  # type: ignore[misc]
         _STATE["saved"] += 1
 
     def load(self, fn: Callable[..., Any]) -> Any:
         """The package for ``fn`` under our key, or None (missing, unreadable or not Autofuse's: a warning)."""
-        from torch._dynamo.eval_frame import innermost_fn
-        from torch._dynamo.package import CompilePackage, SerializedCode
         from torch._dynamo.utils import counters
 
         backend = _calling_backend()
         if backend is not _our_backend():
             log.info("autofuse warm start: no lookup for backend %r", backend)
             return None
-        code = SerializedCode.from_code_object(innermost_fn(fn).__code__)
-        key = package_key(CompilePackage.source_id_from_fn(fn), code)
+        key = package_key(fn)
+        if os.path.exists(os.path.join(self.path_prefix(), key, UNLOADABLE)):
+            counters["dynamo_cache"]["dynamo_cache_unloadable"] += 1
+            return None
         if not os.path.exists(os.path.join(self.path_prefix(), key, "entry")):
             counters["dynamo_cache"]["dynamo_cache_miss"] += 1
             return None
@@ -240,6 +286,135 @@ def _calling_backend(max_depth: int = 4) -> Any:
     return None
 
 
+def _fix_main_module(package: Any) -> None:
+    """Work around a torch 2.13 bug: a package records the module of its main function as ``fn.__module__`` and
+    installs the compiled graphs and guards into that module's globals, but a decorator's wrapper made with
+    ``functools.wraps`` carries the decorated function's ``__module__`` while its bytecode runs in the decorator
+    module's globals. Every Hugging Face model's forward is such a wrapper: the warm process then fails with
+    "NameError: name '__compiled_fn_1_...' is not defined" (LLaMA-style) or its guards read the wrong globals and
+    Dynamo traces again (GPT-2). Here the main code's module is set to the one that owns its globals."""
+    import sys
+
+    fn = getattr(package._innermost_fn, "__func__", package._innermost_fn)
+    name = (getattr(fn, "__globals__", None) or {}).get("__name__")
+    entry = package._codes.get(getattr(fn, "__code__", None))
+    if entry is not None and name in sys.modules and entry.python_module != name:
+        entry.python_module = name
+
+
+_MODULE_GLOBAL = re.compile(r"^___module_\w+_\d+_c\d+$")
+
+
+def _record_module_globals(package: Any, entry: Any) -> None:
+    """Work around a torch 2.13 bug: compiled bytecode that loads a Python module does so through a global installed
+    by object id (``___module_collections_<id>_c0``, torch/_dynamo/codegen.py ``create_load_python_module``), which
+    the package does not record, so the warm process fails with NameError (seen on all three demo models). Before
+    a package is written, each such name its compiled bytecode uses is added to its code's ``import_sources``
+    (alias -> module name), which ``install`` imports and sets again. The module is looked up in the globals the
+    bytecode ran in (the compiled function's, then its recorded module's)."""
+    import sys
+
+    fn = getattr(package._innermost_fn, "__func__", package._innermost_fn)
+    scopes = [getattr(fn, "__globals__", {})]
+    for code in entry.dynamo.codes:
+        mod = sys.modules.get(code.python_module)
+        for guarded in code.guarded_codes:
+            for name in _code_names(guarded.dynamo_code):
+                if not _MODULE_GLOBAL.match(name) or name in code.import_sources:
+                    continue
+                for scope in scopes + ([mod.__dict__] if mod is not None else []):
+                    value = scope.get(name)
+                    if isinstance(value, types.ModuleType):
+                        code.import_sources[name] = value.__name__
+                        break
+    _fix_main_module_entry(fn, entry)
+
+
+def _fix_main_module_entry(fn: Any, entry: Any) -> None:
+    """_fix_main_module for a stored entry (its first code is the main function's)."""
+    name = (getattr(fn, "__globals__", None) or {}).get("__name__")
+    if entry.dynamo.codes and name:
+        entry.dynamo.codes[0].python_module = name
+
+
+def _guarded_install(install: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap torch's ``CompilePackage.install`` so that a package that cannot be installed makes the model be traced
+    afresh instead of failing ``torch.compile``. torch 2.13 catches only RuntimeError there, and its fallback then
+    fails too ("CompilePackage is already initialized"). Seen on Hugging Face GPT-2: a guard on a decorator's closure
+    (``L['func'].__closure__[3].cell_contents``) whose value was not serializable is stored as ``_Missing`` and
+    raises AttributeError when the guards are rebuilt. Our store's packages get an UNLOADABLE marker, so that later
+    processes neither load nor store them again (the marker's key changes with the code and Autofuse's version)."""
+
+    def guarded(self: Any, backends: Any) -> Any:
+        _fix_main_module(self)
+        try:
+            return install(self, backends)
+        except Exception as e:
+            try:
+                self.uninstall()
+            except Exception:  # noqa: BLE001 - best effort: the package is discarded below
+                pass
+            self._initialized, self._codes, self._current_entry = False, {}, None
+            msg = f"{type(e).__name__}: {str(e)[:300]}"
+            store = torch._dynamo.package.DynamoCache
+            if isinstance(store, _StoreMixin) and self._innermost_fn is not None:
+                key = package_key(self._innermost_fn)
+                try:
+                    with open(os.path.join(store.path_prefix(), key, UNLOADABLE), "w") as f:
+                        f.write(msg + "\n")
+                except OSError:
+                    pass
+            warnings.warn(f"autofuse warm start: the stored package could not be installed ({msg}); "
+                          "the model is traced afresh")
+            raise RuntimeError(msg) from e
+
+    guarded.__autofuse_guarded__ = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def resolve_wrapped(module: str, qualname: str, hops: int) -> Any:
+    """The function at ``module.qualname``, unwrapped ``hops`` times through ``__wrapped__`` (the inverse of what
+    _guard_pickler_reducer stores for a decorated function)."""
+    import importlib
+    import sys
+
+    f: Any = sys.modules.get(module) or importlib.import_module(module)
+    for name in qualname.split("."):
+        f = getattr(f, name)
+    for _ in range(hops):
+        f = f.__wrapped__
+    return f
+
+
+def _guarded_pickler(reducer_override: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap torch's ``GuardsStatePickler.reducer_override`` so that a function hidden behind a decorator is stored
+    by reference. torch 2.13 pickles a function by its qualified name and stores a ``_Missing`` placeholder when the
+    name resolves to another object ("fqn mismatch"), which is what ``functools.wraps`` makes of every decorated
+    method: its ``__qualname__`` names the wrapper. Guards on it (Hugging Face's ``can_return_tuple`` wrapper guards
+    ``L['func'].__defaults__`` and ``L['func'].__closure__[i].cell_contents`` of the model's real forward) then fail
+    with AttributeError when a later process rebuilds them, for GPT-2, BERT and any model whose forward is
+    decorated. Here such a function is stored as (module, qualified name, number of ``__wrapped__`` hops) and
+    resolved by resolve_wrapped on load; anything else goes to torch's reducer."""
+    import inspect
+    import sys
+
+    def reduce(self: Any, obj: Any) -> Any:
+        if inspect.isfunction(obj) and "<locals>" not in obj.__qualname__ and obj.__module__ in sys.modules:
+            f: Any = sys.modules[obj.__module__]
+            for name in obj.__qualname__.split("."):
+                f = getattr(f, name, None)
+            hops = 0
+            while f is not obj and f is not None and hops < 8:
+                f = getattr(f, "__wrapped__", None)
+                hops += 1
+            if f is obj and hops:
+                return resolve_wrapped, (obj.__module__, obj.__qualname__, hops)
+        return reducer_override(self, obj)
+
+    reduce.__autofuse_guarded__ = True  # type: ignore[attr-defined]
+    return reduce
+
+
 def _make_store() -> Any:
     cls = type("AutofuseDynamoCache", (_StoreMixin, _store_base()), {"__doc__": _StoreMixin.__doc__})
     return cls()
@@ -264,6 +439,12 @@ def enable_warm_start() -> bool:
     import torch._dynamo.precompile_context as precompile_context
 
     store = _make_store()
+    from torch._dynamo.guards import GuardsStatePickler
+
+    if not getattr(GuardsStatePickler.reducer_override, "__autofuse_guarded__", False):
+        GuardsStatePickler.reducer_override = _guarded_pickler(GuardsStatePickler.reducer_override)
+    if not getattr(package.CompilePackage.install, "__autofuse_guarded__", False):
+        package.CompilePackage.install = _guarded_install(package.CompilePackage.install)
     package.DynamoCache = store
     precompile_context.DynamoCache = store
     torch._dynamo.config.caching_precompile = True

@@ -6,7 +6,7 @@ sharing one TORCHINDUCTOR_CACHE_DIR and AUTOFUSE_CACHE_DIR. A cold process must 
 load it (Dynamo's counter ``dynamo_cache_hit``), trace nothing (Dynamo's ``bytecode_tracing`` timer absent), compile
 no C++ and give bitwise the cold outputs (and gradients, for a training step). A changed input shape, dtype, grad
 mode, model code or weight shape must not run the stale entry (the output must match eager's of the changed
-program); a corrupted entry must be skipped with a warning and written again; AUTOFUSE_FORCE_DISABLE_CACHES=1 must
+program), nor may another class whose forward has the same decorator (torch's own key is the same for both); a corrupted entry must be skipped with a warning and written again; AUTOFUSE_FORCE_DISABLE_CACHES=1 must
 neither load nor store; another backend must neither be served our package nor have its own stored.
 """
 
@@ -27,7 +27,19 @@ pytestmark = pytest.mark.skipif(not backend.has_native_kernels(),
                                 reason="needs the native kernel compiler (autofuse._core.Kernel)")
 
 MODEL = '''
+import functools
+
 import torch
+
+
+def returns_tensor(func):
+    """A decorator like transformers' (can_return_tuple): every decorated forward shares the wrapper's code."""
+
+    @functools.wraps(func)
+    def wrapper(self, *args, **kwargs):
+        return func(self, *args, **kwargs)
+
+    return wrapper
 
 
 class Net(torch.nn.Module):
@@ -36,8 +48,15 @@ class Net(torch.nn.Module):
         self.lin = torch.nn.Linear(features, hidden)
         self.norm = torch.nn.LayerNorm(hidden)
 
+    @returns_tensor
     def forward(self, x):
         return torch.softmax(self.norm(torch.nn.functional.gelu(self.lin(x))) * 2.0, -1)
+
+
+class Other(Net):
+    @returns_tensor
+    def forward(self, x):
+        return torch.sigmoid(self.norm(self.lin(x)))
 '''
 
 CHILD = r'''
@@ -47,12 +66,12 @@ import torch
 import autofuse
 from autofuse import backend, warm_start
 from torch._dynamo.utils import compile_times, counters
-from wsmodel import Net
+import wsmodel
 
 cfg = json.loads(sys.argv[2])
 dtype = getattr(torch, cfg.get("dtype", "float32"))
 torch.manual_seed(0)
-model = Net(cfg.get("features", 16), cfg.get("hidden", 48)).to(dtype)
+model = getattr(wsmodel, cfg.get("cls", "Net"))(cfg.get("features", 16), cfg.get("hidden", 48)).to(dtype)
 x = torch.randn(*cfg.get("shape", [4, 16]), dtype=dtype)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -205,10 +224,17 @@ def test_training_step_warm_equals_cold(tmp_path):
         assert torch.equal(v, w["tensors"][k]), k
 
 
-def test_package_key_depends_on_code_and_source_id():
-    from torch._dynamo.package import SerializedCode
+def test_package_key_tells_decorated_functions_apart():
+    import functools
 
     from autofuse.warm_start import package_key
+
+    def deco(func):
+        @functools.wraps(func)
+        def wrapper(*args):
+            return func(*args)
+
+        return wrapper
 
     def f(x):
         return x + 1
@@ -216,7 +242,14 @@ def test_package_key_depends_on_code_and_source_id():
     def g(x):
         return x + 2
 
-    cf, cg = SerializedCode.from_code_object(f.__code__), SerializedCode.from_code_object(g.__code__)
-    assert package_key("a", cf) == package_key("a", cf)
-    assert package_key("a", cf) != package_key("a", cg)
-    assert package_key("a", cf) != package_key("b", cf)
+    wf, wg = deco(f), deco(g)
+    assert wf.__code__ is wg.__code__  # torch's own key (name, first line) is the same for both
+    assert package_key(f) == package_key(f) and package_key(f) != package_key(g)
+    assert package_key(wf) != package_key(wg)
+
+
+def test_same_decorator_other_class_is_not_served(cold, tmp_path):
+    tmp = _copy(cold[0], tmp_path)
+    res = _run(tmp, "other", cls="Other")
+    assert res["stats"].get("dynamo_cache_hit", 0) == 0, res
+    _assert_traced_and_right(res)
