@@ -109,7 +109,8 @@ def main(argv: List[str] | None = None) -> int:
         first_cold = cold.get(f"{m} {c}", {}).get("first", float("nan"))
         print(f"{m:<7} {c:<20} {first_cold:>7.2f} " + " ".join(f"{med[k]:>9.3f}" for k in cols))
     print("(first = torch.compile() + the whole first call; backend_call = the whole backend call; backend = "
-          "Autofuse's own seconds, 0 for inductor; pkg_hit = Dynamo packages loaded instead of traced; err = max relative error of the logits against eager)")
+          "Autofuse's own seconds, 0 for inductor; pkg_hit = Dynamo packages loaded instead of traced; err = max "
+          "relative error of the logits against eager)")
     print("\nwarm start, Autofuse / Inductor (first call; per round, then the median of the per-round ratios):")
     for m in models:
         for label, a, i in RATIOS:

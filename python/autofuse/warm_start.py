@@ -268,7 +268,8 @@ def _our_backend() -> Callable[..., Any]:
 def _calling_backend(max_depth: int = 4) -> Any:
     """The backend of the ``torch.compile`` that is looking a package up: torch's ``DynamoCache.load(fn)`` does not
     say, so this finds the calling Dynamo context (``_TorchDynamoContext.__call__``, a frame or two up) and unwraps
-    its callback (``innermost_backend``, then torch.compile's ``_TorchCompileWrapper``). None when no such caller is found."""
+    its callback (``innermost_backend``, then torch.compile's ``_TorchCompileWrapper``). None when no such caller
+    is found."""
     import sys
 
     from torch._dynamo.eval_frame import _TorchDynamoContext, innermost_backend

@@ -1,13 +1,15 @@
 """Warm starts that skip Dynamo's tracing (python/autofuse/warm_start.py), checked across new processes.
 
 A small model (Linear -> GELU -> LayerNorm -> softmax, defined in a module file written to the test's directory so
-that a test can change its code) is compiled with ``backend="autofuse"`` and ``AUTOFUSE_WARM_START=1`` in processes
-sharing one TORCHINDUCTOR_CACHE_DIR and AUTOFUSE_CACHE_DIR. A cold process must store one package; a warm one must
-load it (Dynamo's counter ``dynamo_cache_hit``), trace nothing (Dynamo's ``bytecode_tracing`` timer absent), compile
-no C++ and give bitwise the cold outputs (and gradients, for a training step). A changed input shape, dtype, grad
-mode, model code or weight shape must not run the stale entry (the output must match eager's of the changed
-program), nor may another class whose forward has the same decorator (torch's own key is the same for both); a corrupted entry must be skipped with a warning and written again; AUTOFUSE_FORCE_DISABLE_CACHES=1 must
-neither load nor store; another backend must neither be served our package nor have its own stored.
+that a test can change its code; its forward is decorated the way transformers decorates every model's forward)
+is compiled with ``backend="autofuse"`` and ``AUTOFUSE_WARM_START=1`` in processes sharing one
+TORCHINDUCTOR_CACHE_DIR and AUTOFUSE_CACHE_DIR. A cold process must store one package; a warm one must load it
+(Dynamo's counter ``dynamo_cache_hit``), trace nothing (Dynamo's ``bytecode_tracing`` timer absent), compile no C++
+and give bitwise the cold outputs (and gradients, for a training step). A changed input shape, dtype, grad mode,
+model code or weight shape must not run the stale entry (the output must match eager's of the changed program), nor
+may another class whose forward has the same decorator (torch's own key is the same for both); a corrupted entry
+must be skipped with a warning and written again; AUTOFUSE_FORCE_DISABLE_CACHES=1 must neither load nor store;
+another backend must neither be served our package nor have its own stored.
 """
 
 from __future__ import annotations
@@ -253,3 +255,30 @@ def test_same_decorator_other_class_is_not_served(cold, tmp_path):
     res = _run(tmp, "other", cls="Other")
     assert res["stats"].get("dynamo_cache_hit", 0) == 0, res
     _assert_traced_and_right(res)
+
+
+def _decorate(func):
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args):
+        return func(*args)
+
+    return wrapper
+
+
+@_decorate
+def decorated(x):
+    return x + 1
+
+
+def test_guard_pickler_stores_decorated_function_by_reference():
+    from autofuse.warm_start import _guarded_pickler, resolve_wrapped
+
+    fallback = []
+    reduce = _guarded_pickler(lambda self, obj: fallback.append(obj) or NotImplemented)
+    inner = decorated.__wrapped__
+    fn, args = reduce(None, inner)
+    assert fn is resolve_wrapped and args == (__name__, "decorated", 1)
+    assert resolve_wrapped(*args) is inner
+    assert reduce(None, _decorate) is NotImplemented and fallback == [_decorate]  # resolvable: torch's reducer
