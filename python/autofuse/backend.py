@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import torch.fx
 
+from . import neg_inputs
 from .lowering import LoweredGraph, UnsupportedGraph, lower, report_fallback
 from .program import HostGroup, ReferenceGroup, Step, build_program
 
@@ -364,7 +365,13 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     def inference(g, ex):
         return out(compile_graph(g, ex, "inference"))
 
-    why = _aot_drops_mutation(gm, example_inputs)
+    negs = neg_inputs.negated_inputs(example_inputs)
+    writes = neg_inputs.may_write_inputs(gm) if negs else None
+    if negs and not writes:  # kernels read memory: they get the negated copies (neg_inputs.py)
+        resolved = [v.resolve_neg() if i in negs else v for i, v in enumerate(example_inputs)]
+        return neg_inputs.resolving(autofuse_backend(gm, resolved, **kwargs), negs)
+    why = _aot_drops_mutation(gm, example_inputs) or (
+        f"{writes}: the graph may write into a lazily negated input view; it runs eagerly" if negs else None)
     if why:
         log.info("autofuse: %s", why)
         RECORDS.append(GraphRecord(name=f"graph{next(_counter)}_untraced", kind="inference", gm=gm, mode="eager",

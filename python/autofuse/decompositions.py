@@ -56,15 +56,80 @@ def _target_dtype_checked(decomp: Callable) -> Callable:
     return run
 
 
+def _nll_loss_forward_kept(fallback: Callable) -> Callable:
+    """nll_loss_forward for [N, C] input with every per-row value kept as [N, 1] (the keepdim form), so the gather of
+    the target's log-probability, the ignore mask, the batch sum and the count of valid targets all live in the
+    [N, C] row kernel's iteration space: cross-entropy's forward fuses into one kernel with its log-softmax, where
+    torch's decomposition squeezes to [N] (a value the fusion pass cannot mix with the rows: NF-KEPT-MIX).
+
+    Shapes: self [N, C] (other ranks go to ``fallback``, torch's decomposition); target [N] int64; weight [C] or
+    None. Returns (output, total_weight): output [N] for reduction="none", else []; total_weight [] (0 for "none").
+    The same operations as torch's decomposition (torch/_decomp/decompositions.py, _nll_loss_forward) in the same
+    order, so the values are the same."""
+
+    def run(self, target, weight, reduction, ignore_index):
+        if self.dim() != 2:
+            return fallback(self, target, weight, reduction, ignore_index)
+        t = target.unsqueeze(1)
+        valid = t != ignore_index
+        safe = torch.where(valid, t, 0)
+        x = self if weight is None else self * weight.view(1, -1)
+        result = torch.where(valid, -torch.gather(x, 1, safe), 0)
+        if reduction == 0:  # none (torch's Reduction enum: none 0, mean 1, sum 2)
+            return result.squeeze(1), self.new_full((), 0.0)
+        if weight is not None:
+            wsum = torch.where(valid, torch.gather(weight.view(1, -1).expand(self.shape), 1, safe), 0)
+            total = wsum.sum()
+        else:
+            total = valid.sum().to(self)
+        result = result.sum()
+        return (result if reduction == 2 else result / total), total
+
+    return run
+
+
+def _nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    """nll_loss(2d)_backward as a select rather than torch's ``scatter(zeros, -1.0) * grad``: same values, and eager's
+    +0.0 wherever eager writes nothing (off-target classes, ignored rows), where the product gives -0.0 for a
+    negative or zeroed gradient.
+
+    Shapes: self [C], [N, C] or [N, C, H, W]; target [] / [N] / [N, H, W] (int64); grad_output [] for mean/sum, the
+    target's shape for reduction="none"; weight [C] or None; total_weight []. Returns self's shape and dtype. The
+    target's value at the selected class is ``-(grad_output [/ total_weight]) * weight[target]``, eager's operations
+    in eager's order (ATen LossNLL.cpp / LossNLL2d.cpp); shape errors are left to the forward, which raised first."""
+    channel_dim = 0 if self.dim() < 2 else 1
+    if reduction == 1:  # mean (torch's Reduction enum: none 0, mean 1, sum 2)
+        grad_output = grad_output / total_weight
+    if self.dim() == 1 and target.dim() > 0:
+        target = target[0]  # eager's kernel reads only target[0] when self has no batch dim
+    target = target.unsqueeze(channel_dim)
+    if self.dim() > grad_output.dim() > 0:
+        grad_output = grad_output.unsqueeze(channel_dim)
+    # [C] broadcasts as it is when the class axis is the last one; a reshape (a host view, which ends a fusion
+    # group) only for [N, C, H, W]
+    classes_shape = [self.shape[channel_dim]] + [1] * (self.dim() - channel_dim - 1)
+    classes = torch.arange(self.shape[channel_dim], device=self.device)
+    if len(classes_shape) > 1:
+        classes = classes.reshape(classes_shape)
+    if weight is not None:
+        grad_output = grad_output * (weight.reshape(classes_shape) if len(classes_shape) > 1 else weight)
+    hit = (classes == target) & (target != ignore_index)
+    return torch.where(hit, -grad_output, torch.zeros((), dtype=self.dtype, device=self.device))
+
+
 @lru_cache(maxsize=1)
 def decomposition_table() -> Dict[torch._ops.OperatorBase, Callable]:
     """The table: core ATen decompositions + EXTRA_DECOMPOSED - KEEP_WHOLE (computed once); nll_loss entries check
-    the target dtype as eager does."""
+    the target dtype as eager does, and its backward keeps eager's +0.0 (``_nll_loss_backward``)."""
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(EXTRA_DECOMPOSED))
+    if aten.nll_loss_forward.default in table:
+        table[aten.nll_loss_forward.default] = _nll_loss_forward_kept(table[aten.nll_loss_forward.default])
     for op in (aten.nll_loss_forward.default, aten.nll_loss2d_forward.default):
         if op in table:
             table[op] = _target_dtype_checked(table[op])
+    for op in (aten.nll_loss_backward.default, aten.nll_loss2d_backward.default):
+        table[op] = _nll_loss_backward
     whole = set()
     for packet in KEEP_WHOLE:
         for name in packet.overloads():

@@ -225,17 +225,34 @@ def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
     return None
 
 
+def _size_hint(x: Any) -> Optional[int]:
+    """An int, or a SymInt's example value (its hint; None for an unbacked one)."""
+    if isinstance(x, int):
+        return x
+    hint = getattr(getattr(x, "node", None), "hint", None)
+    return hint if isinstance(hint, int) else None
+
+
 def eager_layout(val: Any) -> Optional[Tuple[List[int], List[int]]]:
     """How eager lays out a graph output whose FX fake tensor is ``val``, when that is not contiguous: (perm, inverse)
     such that ``empty(sizes permuted by perm).permute(inverse)`` has eager's strides (channels_last, a transposed
-    result); None for a contiguous result, or one whose layout is symbolic, overlapping or not dense. The fake tensor
+    result); None for a contiguous result, or one that is overlapping or not dense (symbolic strides are ordered by
+    their example values). The fake tensor
     follows eager's layout rules (an elementwise result keeps its input's memory format)."""
     if not isinstance(val, torch.Tensor) or val.dim() < 2:
         return None
-    sizes, strides = tuple(val.shape), tuple(val.stride())
-    if not all(isinstance(x, int) for x in sizes + strides) or val.is_contiguous():
+    static = all(isinstance(x, int) for x in tuple(val.shape) + tuple(val.stride()))
+    if static and val.is_contiguous():
+        return None
+    # symbolic sizes (dynamic shapes): the order of the strides at the example sizes Dynamo traced with (the
+    # SymInts' hints; asking the fake tensor would add shape guards); the layout rule that made them does not
+    # depend on the sizes (an elementwise result follows its input's memory format)
+    sizes, strides = tuple(_size_hint(x) for x in val.shape), tuple(_size_hint(x) for x in val.stride())
+    if None in sizes or None in strides:
         return None
     perm = sorted(range(len(sizes)), key=lambda d: -strides[d])  # outermost first; a stable sort keeps size-1 dims
+    if not static and perm == list(range(len(sizes))):
+        return None
     expected = 1  # dense and non-overlapping: the permuted sizes' contiguous strides (size-1 dims take any stride)
     for d in reversed(perm):
         if sizes[d] != 1 and strides[d] != expected:

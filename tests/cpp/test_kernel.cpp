@@ -139,6 +139,39 @@ TEST(Kernel, LongSumsStayAccurate) {
   EXPECT_NEAR(got[0].get_double({}), exact, exact * 1e-5);
 }
 
+TEST(Kernel, RowReductionChainsAtEveryRemainder) {
+  // Row reductions unroll the row by 4 vectors into 4 accumulator chains, then single vectors, then a masked tail
+  // (emit_kernel.cpp): row lengths around each of those boundaries, with a NaN placed in row r at column r * 7 % d
+  // (so each chain, the remainder loop and the tail meet one) in half of the rows. amax / amin must be exact.
+  for (const char* dt : {"f32", "bf16"}) {
+    std::string text = R"(graph rows(%x: T[s0, s1]) {
+      %s = sum(%x) {axes=[1], keepdim=false}
+      %m = mean(%x) {axes=[1], keepdim=false}
+      %hi = amax(%x) {axes=[1], keepdim=false}
+      %lo = amin(%x) {axes=[1], keepdim=false}
+      %v = var(%x) {axes=[1], keepdim=false, correction=1}
+      return %s, %m, %hi, %lo, %v
+    })";
+    for (size_t at; (at = text.find("T[")) != std::string::npos;) text.replace(at, 1, dt);
+    Graph g = parse_graph(text);
+    const DType t = std::string(dt) == "f32" ? DType::Float32 : DType::BFloat16;
+    for (int64_t d : {1, 15, 16, 17, 48, 63, 64, 65, 80, 127, 128, 129, 1024 + 48 + 5, 4096 + 17}) {
+      const int64_t rows = 40;
+      HostTensor x = random_tensor(t, {rows, d}, static_cast<uint64_t>(100 + d));
+      for (int64_t r = 0; r < rows; r += 2) x.set_double({r, r * 7 % d}, kNaN);
+      auto k = Kernel::compile(g);
+      auto got = run_kernel(*k, {x});
+      auto want = interpret(g, {x});
+      ASSERT_EQ(got.size(), 5u);
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(compare(got[i], want[i], i == 2 || i == 3 ? 0.0 : default_tolerance(t)), "")
+            << dt << " d=" << d << " output " << i;
+      for (int64_t r = 0; r < rows; ++r)
+        EXPECT_EQ(std::isnan(got[2].get_double({r})), r % 2 == 0) << dt << " d=" << d << " row " << r;
+    }
+  }
+}
+
 TEST(Kernel, ArgmaxFirstIndexAndNaN) {
   Graph g = parse_graph(R"(graph a(%x: f32[s0, s1]) {
     %i = argmax(%x) {axes=[1], keepdim=false}

@@ -1,6 +1,6 @@
 """Graph outputs keep eager's layout: an elementwise result of a channels_last or transposed input has eager's
-strides (program.eager_layout), not contiguous ones; values equal eager's; dynamic shapes stay contiguous-or-eager
-without a recompile of the kernel."""
+strides (program.eager_layout), not contiguous ones; values equal eager's; dynamic shapes keep eager's
+strides too (the layout is read from the symbolic strides' example values), for every size, without a recompile."""
 
 import pytest
 import torch
@@ -54,3 +54,27 @@ def test_channels_last_binary_and_norm_chain():
     got = torch.compile(f, backend="autofuse", dynamic=False)(x)
     assert got.stride() == f(x).stride()
     torch.testing.assert_close(got, f(x))
+
+
+DYNAMIC = {  # case -> make(size) for three sizes
+    "channels_last": lambda n: torch.randn(2, 3, n, n + 1).to(memory_format=torch.channels_last),
+    "transposed": lambda n: torch.randn(n + 9, 5).t(),
+    "permuted3d": lambda n: torch.randn(4, n, 8).permute(2, 0, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DYNAMIC))
+def test_output_strides_follow_eager_under_dynamic_shapes(case):
+    import autofuse
+    torch.manual_seed(4)
+    torch._dynamo.reset()
+    f = torch.compile(_relu_plus_one, backend="autofuse", dynamic=True)
+    compiles = None
+    for n in (5, 7, 13):  # no size equal to another dim at the first call (duck sizing would specialize it)
+        x = DYNAMIC[case](n)
+        want, got = _relu_plus_one(x), f(x)
+        assert got.shape == want.shape and got.stride() == want.stride(), (n, got.stride(), want.stride())
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+        if compiles is None:
+            compiles = autofuse.cache_stats().compiles
+    assert autofuse.cache_stats().compiles == compiles  # one kernel serves the later sizes

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autofuse/ir/graph.h"
@@ -57,6 +58,15 @@ std::string outer_operand_decl(const OuterReduction& r, size_t k);
 std::string outer_accumulate(const OuterReduction& r, const std::string& ptr, const std::string& var,
                              const std::string& lanes);
 
+// ---- the pass plan of a row kernel (row_passes.cpp) ----
+/// The reductions accumulating in pass p (1-based) of each row, in graph order, each with a flag: true for a var's
+/// first (mean) pass, which runs one pass before its stage.
+std::vector<std::pair<ValueId, bool>> pass_reductions(const Graph& g, const LoopNest& nest, int p);
+/// Per value of g: whether pass p computes it per element (a full value stored in p, an input of a reduction
+/// accumulating in p, or what those are computed from). With `stash_pass` (per value: the pass that stores it in the
+/// row stash, 0 if none), values stashed in an earlier pass are leaves (reloaded, their inputs not needed).
+std::vector<bool> full_values_needed(const Graph& g, const LoopNest& nest, int p, const std::vector<int>* stash_pass);
+
 // ---- per-op pieces (emit_ops.cpp) ----
 /// Whether a reduction op over inputs of dtype `in` sums floats in a cascade (f32 block partials folded into f64).
 bool is_cascade_sum(OpKind k, DType in);
@@ -81,6 +91,21 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
 /// `x<id>_r = 1.0f / x<id>` with it and those divisions become af_div_rcp (af_kernel.inc: the same correctly rounded
 /// quotient without the divider).
 std::vector<bool> divisors_with_reciprocal(const Graph& g, const LoopNest& nest);
+/// The initial value of reduction n's vector accumulator (0, 1, -inf/+inf or the type's min/max), a C++ expression.
+std::string reduction_init(const Graph& g, const Node& n);
+/// The expression folding vector `x` into accumulator `acc` (element type `at`) for reduction n (sum/mean add, prod
+/// multiplies, amax/amin with af_max/af_min's NaN rules, any/all or/and; var adds x, or (x - mu)^2 with `mu` its
+/// mean when not `mean_pass`). Argmax/argmin are emitted by the caller (they also update an index vector).
+std::string reduction_update(const Node& n, const std::string& at, const std::string& acc, const std::string& x,
+                             const std::string& mu, bool mean_pass);
+/// Whether an inner (along-the-row) reduction of op k over inputs of dtype `in` accumulates in several independent
+/// chains (`kRowChains` accumulators, vector j of a row into chain j mod kRowChains, folded in a fixed order at the
+/// end of a block or row): float sums (any order is within the cascade's error bound; the fold order is fixed, so
+/// results do not depend on threads) and amax/amin (exact; NaN propagates through the fold). Prod, argmax/argmin and
+/// any/all keep one chain.
+bool has_row_chains(OpKind k, DType in);
+/// Accumulator chains per chained row reduction; the row loop is unrolled by as many vectors (emit_kernel.cpp).
+inline constexpr int kRowChains = 4;
 /// `e` (a vec<float> expression) rounded to t when t is f16/bf16 (af_rnd_f16 / af_rnd_bf16), else `e` unchanged.
 std::string rounded_to(DType t, const std::string& e);
 /// The scalar that folds the lanes of vector accumulator `acc` (element type `ctype`) of reduction `op`: af_hsum for

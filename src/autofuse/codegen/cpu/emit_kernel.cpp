@@ -182,22 +182,8 @@ class Emitter {
 
   bool is_stashed(size_t i) const { return stash_pass_[i] > 0; }
 
-  /// Full values needed in pass p (outputs stored in p, inputs of reductions accumulating in p, and what they are
-  /// computed from). With `stash`, stashed values first computed in an earlier pass are leaves (loaded).
   std::vector<bool> needed_in_pass(int p, bool stash) const {
-    std::vector<bool> need(g_.size(), false);
-    for (auto& [id, mp] : accumulating(p)) {
-      ValueId in = g_.node(id).inputs[0];
-      if (!val(in).kept) need[static_cast<size_t>(in)] = true;
-    }
-    for (ValueId outv : g_.outputs())
-      if (!val(outv).kept && val(outv).stage + 1 == p) need[static_cast<size_t>(outv)] = true;
-    for (size_t i = g_.size(); i-- > 0;) {
-      if (!need[i] || (stash && is_stashed(i) && stash_pass_[i] < p)) continue;
-      for (ValueId in : g_.node(static_cast<ValueId>(i)).inputs)
-        if (!val(in).kept) need[static_cast<size_t>(in)] = true;
-    }
-    return need;
+    return full_values_needed(g_, nest_, p, stash ? &stash_pass_ : nullptr);
   }
 
   void plan_stash() {
@@ -313,6 +299,20 @@ class Emitter {
            (static_cast<int>(k) < nest_.num_inputs ? "0" : "1") + ", 3);");
   }
 
+  // Prefetching ahead along the row. A one-pass row reduction (sum over the last axis) reads each row once, as one
+  // stream; its compute per byte is small but not zero (bf16: a widening load and an add per 32 bytes), and the
+  // hardware prefetcher alone left bf16 sum_last at 72-87% of copy where prefetching AF_PF_DIST (1 KiB) ahead of each
+  // vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md).
+  bool prefetch_ahead() const {
+    const std::vector<int> ra = nest_.reduce_axes();
+    return inner_ && num_passes_ == 1 && ra.size() == 1 && ra[0] == v_;
+  }
+  void emit_prefetches_ahead() {
+    for (size_t k : prefetched_operands())
+      if (static_cast<int>(k) < nest_.num_inputs)
+        line("__builtin_prefetch((const char*)(p" + s(k) + " + " + cur_[k] + ") + AF_PF_DIST, 0, 3);");
+  }
+
   void emit_passes() {
     emit_kept(0);
     for (int p = 1; p <= num_passes_; ++p) {
@@ -321,39 +321,12 @@ class Emitter {
     }
   }
 
-  /// Reductions accumulating in pass p, with a flag: true for a var's first (mean) pass.
-  std::vector<std::pair<ValueId, bool>> accumulating(int p) const {
-    std::vector<std::pair<ValueId, bool>> out;
-    for (size_t i = 0; i < g_.size(); ++i) {
-      const Node& nd = g_.node(static_cast<ValueId>(i));
-      if (nd.info().category != OpCategory::Reduce) continue;
-      int st = val(static_cast<ValueId>(i)).stage;
-      if (st == p) out.push_back({static_cast<ValueId>(i), false});
-      if (nd.op == OpKind::Var && st - 1 == p) out.push_back({static_cast<ValueId>(i), true});
-    }
-    return out;
-  }
+  std::vector<std::pair<ValueId, bool>> accumulating(int p) const { return pass_reductions(g_, nest_, p); }
 
   std::string acc_type(const Node& nd) const { return reduction_acc_ctype(g_, nd); }
   std::string main_type(const Node& nd) const { return reduction_main_ctype(g_, nd); }
 
-  std::string acc_init(const Node& nd) const {
-    const std::string at = acc_type(nd);
-    const bool bl = g_.node(nd.inputs[0]).dtype == DType::Bool;
-    switch (nd.op) {
-      case OpKind::Prod:
-      case OpKind::All:
-        return "af_splat<" + at + ">(1)";
-      case OpKind::Amax:
-      case OpKind::Argmax:
-        return "af_splat<" + at + ">(af_tmin<" + at + ">())";
-      case OpKind::Amin:
-      case OpKind::Argmin:
-        return bl ? "af_splat<uint8_t>(1)" : "af_splat<" + at + ">(af_tmax<" + at + ">())";
-      default:
-        return "vec<" + at + ">{}";
-    }
-  }
+  std::string acc_init(const Node& nd) const { return reduction_init(g_, nd); }
 
   void emit_pass(int p) {
     auto accs = accumulating(p);
@@ -407,7 +380,19 @@ class Emitter {
       rl = "rl" + s(a);
       advance_offsets(a, "o");
     }
-    // The innermost reduction loop, blocked for cascade summation when the pass has float sums.
+    // The innermost reduction loop, blocked for cascade summation when the pass has float sums. Along the row, the
+    // loop is unrolled by kRowChains vectors, vector u of each step accumulating into chain u (independent
+    // dependency chains: a sum or max otherwise waits for the previous add or compare-and-select), then a loop of
+    // single vectors (chain 0) and the masked tail (chain 0). The chains are folded in order 0, 1, 2, 3.
+    const bool chains = chained(accs);
+    for (auto& [id, mp] : accs) {
+      const Node& nd = g_.node(id);
+      if (!chains || !has_row_chains(nd.op, g_.node(nd.inputs[0]).dtype) ||
+          is_cascade(nd.op, g_.node(nd.inputs[0]).dtype))
+        continue;
+      const std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+      line("vec<" + acc_type(nd) + "> " + chain_decls(nm, nm) + ";");
+    }
     const bool has_inner = ra.size() > 0 && (inner_ || cascade);
     if (has_inner) {
       int a = inner_ ? v_ : ra[n_scalar - 1];
@@ -417,25 +402,39 @@ class Emitter {
         open("for (int64_t bb = 0; bb < " + na + "; bb += blk * " + step + ")");
         line("const int64_t be = af_imin<int64_t>(" + na + ", bb + blk * " + step + ");");
         for (auto& [id, mp] : accs)
-          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype))
-            line("vec<" + acc_type(g_.node(id)) + "> b" + (mp ? "am" : "a") + s(static_cast<int64_t>(id)) + " = {}" +
-                 (inner_ ? ", b" + std::string(mp ? "am" : "a") + s(static_cast<int64_t>(id)) + "_2 = {};" : ";"));
+          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
+            const std::string b = std::string("b") + (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+            line("vec<" + acc_type(g_.node(id)) + "> " + b + " = {}" + (chains ? ", " + chain_decls(b, "{}") : "") +
+                 ";");
+          }
       } else {
         line("const int64_t bb = 0, be = " + na + ";");
       }
       line("int64_t " + ia + " = bb;");
       auto before = cur_;
+      auto body = [&](bool tail, int chain) {
+        if (inner_) line(std::string("const int64_t n = ") + (tail ? "be - " + ia : "AF_W") + ";");
+        line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + " + ia + "; (void)rl" + s(a) + ";");
+        cur_ = before;
+        advance_offsets(a, "o");
+        emit_pass_body(p, accs, need, cascade, tail, "rl" + s(a), stash_mode, chain);
+      };
+      if (chains) {
+        open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
+        for (int c = 0; c < kRowChains; ++c) {
+          open("");
+          body(false, c);
+          line(ia + " += AF_W;");
+          close();
+        }
+        close();
+      }
       for (int tail = 0; tail < (inner_ ? 2 : 1); ++tail) {
         if (!tail)
           open("for (; " + ia + " + " + step + " <= be; " + ia + " += " + step + ")");
         else
           open("if (" + ia + " < be)");
-        if (inner_) line(std::string("const int64_t n = ") + (tail ? "be - " + ia : "AF_W") + ";");
-        line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + " + ia + "; (void)rl" + s(a) + ";");
-        cur_ = before;
-        advance_offsets(a, "o");
-        std::string rlv = "rl" + s(a);
-        emit_pass_body(p, accs, need, cascade, tail == 1, rlv, stash_mode);
+        body(tail == 1, 0);
         close();
       }
       if (cascade) {
@@ -446,20 +445,34 @@ class Emitter {
             auto wide = [&](const std::string& b) {
               return mt == acc_type(g_.node(id)) ? b : "__builtin_convertvector(" + b + ", vec<" + mt + ">)";
             };
-            line(nm + " = " + nm + " + " + wide("b" + nm) + (inner_ ? " + " + wide("b" + nm + "_2") : "") + ";");
+            std::string e = nm + " + " + wide("b" + nm);
+            for (int c = 1; chains && c < kRowChains; ++c) e += " + " + wide(chain_name("b" + nm, c));
+            line(nm + " = " + e + ";");
           }
         close();
       }
     } else {
-      emit_pass_body(p, accs, need, false, false, rl, stash_mode);
+      emit_pass_body(p, accs, need, false, false, rl, stash_mode, 0);
+    }
+    for (auto& [id, mp] : accs) {  // fold the chains of amax / amin
+      const Node& nd = g_.node(id);
+      if (!chains || !has_row_chains(nd.op, g_.node(nd.inputs[0]).dtype) ||
+          is_cascade(nd.op, g_.node(nd.inputs[0]).dtype))
+        continue;
+      const std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+      const std::string f = nd.op == OpKind::Amax ? "af_max<" + acc_type(nd) + ">" : "af_min<" + acc_type(nd) + ">";
+      line(nm + " = " + f + "(" + f + "(" + nm + ", " + chain_name(nm, 1) + "), " + f + "(" + chain_name(nm, 2) + ", " +
+           chain_name(nm, 3) + "));");
+      static_assert(kRowChains == 4, "the amax/amin fold above names four chains");
     }
     for (int l = 0; l < open_loops; ++l) close();
     close();
   }
 
   void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
-                      bool cascade, bool tail, const std::string& rl, bool stash_mode) {
+                      bool cascade, bool tail, const std::string& rl, bool stash_mode, int chain) {
     if (!tail && p == prefetch_pass_) emit_prefetches();
+    if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead();
     for (size_t i = 0; i < g_.size(); ++i) {
       if (!need[i]) continue;
       const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl,
@@ -472,12 +485,14 @@ class Emitter {
       if (stash_mode && is_stashed(i) && stash_pass_[i] == p)
         line("af_st<" + ct + ", " + ct + ">(" + sp + ", " + var + ");");
     }
-    for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl);
+    for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl, chain);
     for (ValueId outv : g_.outputs())
       if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
   }
 
-  void emit_accumulate(ValueId id, bool mean_pass, bool cascade, bool tail, const std::string& rl) {
+  /// Accumulate reduction id's input into its accumulator: `chain` (0 .. kRowChains - 1) picks one of the
+  /// independent accumulators of a chained row reduction (has_row_chains) in the unrolled row loop; others use 0.
+  void emit_accumulate(ValueId id, bool mean_pass, bool cascade, bool tail, const std::string& rl, int chain) {
     const Node& nd = g_.node(id);
     const DType in_t = g_.node(nd.inputs[0]).dtype;
     const std::string at = acc_type(nd), ct = compute_ctype(in_t);
@@ -485,11 +500,7 @@ class Emitter {
     const std::string sid = s(static_cast<int64_t>(id));
     const std::string base = (mean_pass ? "am" : "a") + sid;
     const std::string tgt0 = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
-    // Lanes along the row: a cascade block sums into two partials in turn (b<acc> and b<acc>_2, swapped after each
-    // add), so consecutive adds do not wait for each other (two dependency chains; layer norm's passes were bound by
-    // the one chain's add latency). The masked tail adds into the first.
-    const bool two = inner_ && tgt0 != base && !tail;
-    const std::string tgt = two ? tgt0 + "_2" : tgt0;
+    const std::string tgt = chain_name(tgt0, has_row_chains(nd.op, in_t) ? chain : 0);
     std::string xv = x;
     if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct)
       xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
@@ -507,40 +518,26 @@ class Emitter {
       close();
       return;
     }
-    std::string nv;
-    switch (nd.op) {
-      case OpKind::Sum:
-      case OpKind::Mean:
-        nv = "af_add<" + at + ">(" + tgt + ", " + xv + ")";
-        break;
-      case OpKind::Var:
-        nv = mean_pass ? tgt + " + " + xv : tgt + " + (" + xv + " - mu" + sid + ") * (" + xv + " - mu" + sid + ")";
-        break;
-      case OpKind::Prod:
-        nv = "af_mul<" + at + ">(" + tgt + ", " + xv + ")";
-        break;
-      case OpKind::Amax:
-        nv = "af_max<" + at + ">(" + tgt + ", " + xv + ")";
-        break;
-      case OpKind::Amin:
-        nv = "af_min<" + at + ">(" + tgt + ", " + xv + ")";
-        break;
-      case OpKind::Any:
-        nv = "(" + tgt + " | " + xv + ")";
-        break;
-      case OpKind::All:
-        nv = "(" + tgt + " & " + xv + ")";
-        break;
-      default:
-        nv = tgt;
-        break;
-    }
+    const std::string nv = reduction_update(nd, at, tgt, xv, "mu" + sid, mean_pass);
     if (tail)
       line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
-    else if (two)
-      line("{ const vec<" + at + "> t_ = " + nv + "; " + tgt + " = " + tgt0 + "; " + tgt0 + " = t_; }");
     else
       line(tgt + " = " + nv + ";");
+  }
+  /// The name of accumulator `acc`'s chain c (c = 0: `acc` itself, else acc_2 .. acc_<kRowChains>).
+  static std::string chain_name(const std::string& acc, int c) { return c ? acc + "_" + s(c + 1) : acc; }
+  /// Whether the row loop of a pass accumulating `accs` is unrolled into kRowChains chains.
+  bool chained(const std::vector<std::pair<ValueId, bool>>& accs) const {
+    if (!inner_) return false;
+    for (auto& [id, mp] : accs)
+      if (has_row_chains(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) return true;
+    return false;
+  }
+  /// "acc_2 = init, ..., acc_<kRowChains> = init" for the extra chains of accumulator `acc`.
+  static std::string chain_decls(const std::string& acc, const std::string& init) {
+    std::string d;
+    for (int c = 1; c < kRowChains; ++c) d += (c > 1 ? ", " : "") + chain_name(acc, c) + " = " + init;
+    return d;
   }
 
   /// After pass p: reduce results of stage p (and var means for pass p + 1), as kept values.

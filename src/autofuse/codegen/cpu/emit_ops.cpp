@@ -309,4 +309,49 @@ std::vector<bool> divisors_with_reciprocal(const Graph& g, const LoopNest& nest)
   return rcp;
 }
 
+std::string reduction_init(const Graph& g, const Node& n) {
+  const std::string at = reduction_acc_ctype(g, n);
+  const bool bl = g.node(n.inputs[0]).dtype == DType::Bool;
+  switch (n.op) {
+    case OpKind::Prod:
+    case OpKind::All:
+      return "af_splat<" + at + ">(1)";
+    case OpKind::Amax:
+    case OpKind::Argmax:
+      return "af_splat<" + at + ">(af_tmin<" + at + ">())";
+    case OpKind::Amin:
+    case OpKind::Argmin:
+      return bl ? "af_splat<uint8_t>(1)" : "af_splat<" + at + ">(af_tmax<" + at + ">())";
+    default:
+      return "vec<" + at + ">{}";
+  }
+}
+
+std::string reduction_update(const Node& n, const std::string& at, const std::string& acc, const std::string& x,
+                             const std::string& mu, bool mean_pass) {
+  switch (n.op) {
+    case OpKind::Sum:
+    case OpKind::Mean:
+      return "af_add<" + at + ">(" + acc + ", " + x + ")";
+    case OpKind::Var:
+      return mean_pass ? acc + " + " + x : acc + " + (" + x + " - " + mu + ") * (" + x + " - " + mu + ")";
+    case OpKind::Prod:
+      return "af_mul<" + at + ">(" + acc + ", " + x + ")";
+    case OpKind::Amax:
+      return "af_max<" + at + ">(" + acc + ", " + x + ")";
+    case OpKind::Amin:
+      return "af_min<" + at + ">(" + acc + ", " + x + ")";
+    case OpKind::Any:
+      return "(" + acc + " | " + x + ")";
+    case OpKind::All:
+      return "(" + acc + " & " + x + ")";
+    default:
+      return acc;
+  }
+}
+
+bool has_row_chains(OpKind k, DType in) {
+  return is_cascade_sum(k, in) || ((k == OpKind::Amax || k == OpKind::Amin) && in != DType::Bool);
+}
+
 }  // namespace autofuse
