@@ -56,6 +56,38 @@ def _target_dtype_checked(decomp: Callable) -> Callable:
     return run
 
 
+def _nll_loss_forward_kept(fallback: Callable) -> Callable:
+    """nll_loss_forward for [N, C] input with every per-row value kept as [N, 1] (the keepdim form), so the gather of
+    the target's log-probability, the ignore mask, the batch sum and the count of valid targets all live in the
+    [N, C] row kernel's iteration space: cross-entropy's forward fuses into one kernel with its log-softmax, where
+    torch's decomposition squeezes to [N] (a value the fusion pass cannot mix with the rows: NF-KEPT-MIX).
+
+    Shapes: self [N, C] (other ranks go to ``fallback``, torch's decomposition); target [N] int64; weight [C] or
+    None. Returns (output, total_weight): output [N] for reduction="none", else []; total_weight [] (0 for "none").
+    The same operations as torch's decomposition (torch/_decomp/decompositions.py, _nll_loss_forward) in the same
+    order, so the values are the same."""
+
+    def run(self, target, weight, reduction, ignore_index):
+        if self.dim() != 2:
+            return fallback(self, target, weight, reduction, ignore_index)
+        t = target.unsqueeze(1)
+        valid = t != ignore_index
+        safe = torch.where(valid, t, 0)
+        x = self if weight is None else self * weight.view(1, -1)
+        result = torch.where(valid, -torch.gather(x, 1, safe), 0)
+        if reduction == 0:  # none (torch's Reduction enum: none 0, mean 1, sum 2)
+            return result.squeeze(1), self.new_full((), 0.0)
+        if weight is not None:
+            wsum = torch.where(valid, torch.gather(weight.view(1, -1).expand(self.shape), 1, safe), 0)
+            total = wsum.sum()
+        else:
+            total = valid.sum().to(self)
+        result = result.sum()
+        return (result if reduction == 2 else result / total), total
+
+    return run
+
+
 def _nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
     """nll_loss(2d)_backward as a select rather than torch's ``scatter(zeros, -1.0) * grad``: same values, and eager's
     +0.0 wherever eager writes nothing (off-target classes, ignored rows), where the product gives -0.0 for a
@@ -91,6 +123,8 @@ def decomposition_table() -> Dict[torch._ops.OperatorBase, Callable]:
     the target dtype as eager does, and its backward keeps eager's +0.0 (``_nll_loss_backward``)."""
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(EXTRA_DECOMPOSED))
+    if aten.nll_loss_forward.default in table:
+        table[aten.nll_loss_forward.default] = _nll_loss_forward_kept(table[aten.nll_loss_forward.default])
     for op in (aten.nll_loss_forward.default, aten.nll_loss2d_forward.default):
         if op in table:
             table[op] = _target_dtype_checked(table[op])
