@@ -27,3 +27,10 @@ from autofuse import backend as _backend  # noqa: E402,F401
 from autofuse.explain import explain  # noqa: E402,F401
 
 __all__ += ["explain"]
+
+# Warm starts that skip Dynamo's tracing (caching precompile with Autofuse's own store); owned by "warm4".
+from autofuse.warm_start import enable_warm_start  # noqa: E402,F401
+from autofuse import warm_start as _warm_start  # noqa: E402
+
+_warm_start.maybe_enable_from_env()
+__all__ += ["enable_warm_start"]
