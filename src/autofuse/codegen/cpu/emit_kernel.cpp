@@ -384,7 +384,13 @@ class Emitter {
     // loop is unrolled by kRowChains vectors, vector u of each step accumulating into chain u (independent
     // dependency chains: a sum or max otherwise waits for the previous add or compare-and-select), then a loop of
     // single vectors (chain 0) and the masked tail (chain 0). The chains are folded in order 0, 1, 2, 3.
-    const bool chains = chained(accs);
+    // Passes computing a transcendental function stay rolled (one chain): the function's throughput hides the add
+    // latency, and four copies of its inline code doubled a softmax's compile time (0.19 -> 0.40 s).
+    bool costly = false;
+    for (size_t i = 0; i < g_.size(); ++i)
+      costly = costly || (need[i] && !(stash_mode && is_stashed(i) && stash_pass_[i] < p) &&
+                          is_transcendental(g_.node(static_cast<ValueId>(i)).op));
+    const bool chains = chained(accs) && !costly;
     for (auto& [id, mp] : accs) {
       const Node& nd = g_.node(id);
       if (!chains || !has_row_chains(nd.op, g_.node(nd.inputs[0]).dtype) ||
