@@ -27,8 +27,11 @@ Guards: under caching precompile Dynamo drops ID_MATCH, CLOSURE_MATCH, WEAKREF_A
 (torch/_dynamo/guards.py), since object ids do not survive a process. Tensor guards (shapes, strides, dtypes,
 requires_grad of inputs and parameters), grad mode and the other global state stay, and Dynamo itself checks the
 source of every inlined function (a change raises "Source code changes detected" and the frame is traced afresh).
-What is no longer guarded: the identity of globals and closures (a global function or module object swapped at run
-time for another with the same code is not noticed) and the version of dicts Dynamo read. That is why this is not on
+The package key (package_key) stands in for the identity guards at ``torch.compile`` time: the functions and
+classes the compiled function's closure cells and global names hold are part of it, by code hash or qualified name
+(a global chosen by configuration at start-up selects its own package). What is no longer guarded: an object
+swapped after ``torch.compile`` (or reached through an attribute chain, ``module.fn``), and the version of dicts
+Dynamo read. That is why this is not on
 by default: ``caching_precompile`` is process-wide (it also changes what Inductor and every other backend do), and it
 trades those guards for the start-up time.
 
@@ -102,8 +105,33 @@ def _function_parts(fn: Any, depth: int) -> Iterator[str]:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            if isinstance(value, types.FunctionType):
-                yield "[" + ",".join(_function_parts(value, depth - 1)) + "]"
+            yield from _value_parts("closure", value, depth)
+        # the functions and classes the code reaches by global name: Dynamo's identity guards on them (ID_MATCH,
+        # CLOSURE_MATCH) are dropped under caching precompile, so a global chosen by configuration at start-up
+        # (ACT = {"gelu": ..., "relu": ...}[name]) must change the key instead
+        scope = getattr(fn, "__globals__", {})
+        for name in sorted(set(_global_names(code))):
+            if name in scope:
+                yield from _value_parts("G." + name, scope[name], depth)
+
+
+def _global_names(code: Any) -> Iterator[str]:
+    """The global (and attribute) names a code object and its nested code objects use."""
+    yield from code.co_names
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _global_names(c)
+
+
+def _value_parts(label: str, value: Any, depth: int) -> Iterator[str]:
+    """What identifies a closure cell's or a global's value for the key: a Python function by its own parts
+    (recursively, ``depth - 1``), a builtin function or a class by its qualified name; other values (modules,
+    tensors, numbers: Dynamo keeps guards on those that survive a process) add nothing."""
+    if isinstance(value, types.FunctionType):
+        yield label + "[" + ",".join(_function_parts(value, depth - 1)) + "]"
+    elif isinstance(value, (types.BuiltinFunctionType, type)) or callable(value) and hasattr(value, "__qualname__") \
+            and not isinstance(value, types.ModuleType):
+        yield label + "=" + _qualified(value)
 
 
 def package_key(fn: Any) -> str:

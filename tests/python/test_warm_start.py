@@ -282,3 +282,62 @@ def test_guard_pickler_stores_decorated_function_by_reference():
     assert fn is resolve_wrapped and args == (__name__, "decorated", 1)
     assert resolve_wrapped(*args) is inner
     assert reduce(None, _decorate) is NotImplemented and fallback == [_decorate]  # resolvable: torch's reducer
+
+
+def test_package_key_follows_globals_and_closures_chosen_by_configuration():
+    """Dynamo's identity guards on globals and closure cells are dropped under caching precompile, so the key must
+    tell apart a function whose global name or closure cell is bound to another function at start-up."""
+    from autofuse.warm_start import package_key
+
+    src = "def act_gelu(y):\n    return torch.nn.functional.gelu(y)\n" \
+          "def act_relu(y):\n    return torch.relu(y)\n" \
+          "def f(x):\n    return ACT(x) * 2\n"
+    keys = []
+    for choice in ("act_gelu", "act_relu", "act_gelu"):
+        scope = {"torch": torch}
+        exec(src, scope)  # noqa: S102 - a module body of the test's own
+        scope["ACT"] = scope[choice]
+        keys.append(package_key(scope["f"]))
+    assert keys[0] == keys[2] and keys[0] != keys[1]
+
+    def make(act):
+        def f(x):
+            return act(x) * 2
+
+        return f
+
+    assert package_key(make(torch.relu)) != package_key(make(torch.tanh))
+    assert package_key(make(torch.relu)) == package_key(make(torch.relu))
+
+
+CONFIG_CHILD = r'''
+import json, sys, torch, autofuse
+autofuse.enable_warm_start()
+def act_gelu(y): return torch.nn.functional.gelu(y)
+def act_relu(y): return torch.relu(y)
+ACT = {"gelu": act_gelu, "relu": act_relu}[sys.argv[1]]
+def f(x): return ACT(x) * 2
+x = torch.linspace(-3, 3, 8)
+got = torch.compile(f, backend="autofuse")(x)
+print(json.dumps({"err": (got - f(x)).abs().max().item(), "stats": autofuse.warm_start.stats()}))
+'''
+
+
+def test_global_chosen_by_configuration_is_not_served_a_stale_package(tmp_path):
+    """A new process whose global ``ACT`` is bound to another function than the stored package's must trace afresh
+    (found by the session-4 review: it silently ran the stored GELU graph for ReLU)."""
+    script = tmp_path / "config_child.py"
+    script.write_text(CONFIG_CHILD)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "ti"), AUTOFUSE_CACHE_DIR=str(tmp_path / "af"),
+               AUTOFUSE_AOT_CACHE="1")
+    for k in ("AUTOFUSE_FORCE_DISABLE_CACHES", "TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_CACHING_PRECOMPILE"):
+        env.pop(k, None)
+    runs = []
+    for choice in ("gelu", "relu", "relu"):
+        out = subprocess.run([sys.executable, str(script), choice], env=env, capture_output=True, text=True,
+                             timeout=600, check=True).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(r["err"] < 1e-5 for r in runs), runs
+    assert runs[0]["stats"]["saved"] == 1, runs
+    assert runs[1]["stats"].get("dynamo_cache_hit", 0) == 0, runs  # relu: not gelu's package
+    assert runs[2]["stats"].get("dynamo_cache_hit", 0) == 1, runs  # relu again: its own package
