@@ -2,7 +2,7 @@
 
 A thin wrapper: ``python bench/infer_models.py [options]`` is ``python -m autofuse.bench.infer [options]``
 (python/autofuse/bench/infer.py documents the method and options). On a shared machine set
-``AUTOFUSE_TIMING_LOCK=PATH`` so that the timing windows do not overlap others' builds (bench/timing.py).
+``AUTOFUSE_TIMING_LOCK=PATH`` so that the timing windows do not overlap others' builds (python/autofuse/bench/timing.py).
 """
 
 import os

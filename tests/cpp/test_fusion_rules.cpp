@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "autofuse/fusion/cost.h"
 #include "autofuse/fusion/fusion.h"
 
 namespace autofuse {
@@ -17,6 +18,21 @@ int count_kind(const FusedGraph& f, GroupKind k) {
 }
 
 ValueId cf(Graph& g, double v) { return g.constant(Scalar::of_float(v), DType::Float32); }
+
+TEST(FusionRules, ByteFiguresSaturateInsteadOfOverflowing) {
+  // a size near INT64_MAX made the report's byte figures negative (the session-4 review)
+  Graph g("huge");
+  ValueId x = g.add_input("x", DType::Float32, {Expr(INT64_MAX), Expr(2)});
+  ValueId y = g.add(OpKind::Exp, {x});
+  g.set_outputs({y});
+  EXPECT_EQ(value_bytes(g, x, {}), kMaxValueBytes);
+  FusedGraph f = fuse(g);
+  EXPECT_GT(f.report.total_bytes_fused, 0);
+  EXPECT_LE(f.report.total_bytes_fused, 2 * kMaxValueBytes);
+  Graph small("small");
+  ValueId z = small.add_input("z", DType::Float32, {Expr(3), Expr(5)});
+  EXPECT_EQ(value_bytes(small, z, {}), 60);
+}
 
 TEST(FusionRules, ElementwiseChainIsOneKernel) {
   Graph g("chain");

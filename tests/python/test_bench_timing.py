@@ -81,3 +81,14 @@ def test_row_formats_every_contender():
     line = infer.row(r)
     assert line.count("|") == infer.HEADER.splitlines()[0].count("|")
     assert "3.00 (2.50)" in line and "| 0.50 | 0.25 |" in line
+
+
+@pytest.mark.parametrize("args", [["--models", "foo"], ["--dtypes", "fp8"], ["--sizes", "0x32"], ["--sizes", "abc"],
+                                  ["--threads", "0"], ["--rounds", "0"]])
+def test_infer_bench_refuses_bad_arguments_with_a_usage_error(args, capsys):
+    from autofuse.bench import infer
+
+    with pytest.raises(SystemExit) as e:
+        infer.main(args)
+    assert e.value.code == 2
+    assert args[0] in capsys.readouterr().err

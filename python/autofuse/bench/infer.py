@@ -153,22 +153,34 @@ def profile_case(case: Case, top: int = 12, log=print) -> None:
 
 def main(argv: List[str] | None = None) -> int:
     """Entry point (see module doc); returns 0, or 1 when a compiler's logits are off (rel. error > 1e-2)."""
-    ap = argparse.ArgumentParser(prog="python -m autofuse.bench.infer", description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default="gpt2,bert,llama")
-    ap.add_argument("--dtypes", default="fp32,bf16")
+    ap = argparse.ArgumentParser(prog="python -m autofuse.bench.infer", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--models", default="gpt2,bert,llama", help="comma-separated, of gpt2, bert, llama")
+    ap.add_argument("--dtypes", default="fp32,bf16", help="comma-separated, of " + ", ".join(DTYPES))
     ap.add_argument("--sizes", default="1x32,4x128", help="comma-separated BATCHxTOKENS")
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--layers", type=int, default=2, help="transformer layers per model")
+    ap.add_argument("--rounds", type=int, default=20, help="interleaved timed rounds (medians and minima)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch.set_num_threads")
     ap.add_argument("--profile", action="store_true", help="also profile each case (after its timing)")
     ap.add_argument("--json", help="write all results and samples here")
     a = ap.parse_args(argv)
+    known = {"gpt2", "bert", "llama"}
+    for what, values, allowed in (("--models", a.models, known), ("--dtypes", a.dtypes, set(DTYPES))):
+        bad_values = [v for v in values.split(",") if v not in allowed]
+        if bad_values:
+            ap.error(f"{what}: unknown {', '.join(bad_values)} (choose from {', '.join(sorted(allowed))})")
+    for what, value in (("--layers", a.layers), ("--rounds", a.rounds), ("--threads", a.threads)):
+        if value < 1:
+            ap.error(f"{what} must be at least 1, got {value}")
+    try:
+        sizes = [parse_size(s) for s in a.sizes.split(",")]
+    except ValueError as e:
+        ap.error(f"--sizes: {e}")
     logging.getLogger("torch").setLevel(logging.ERROR)
     torch.set_num_threads(a.threads)
     torch._dynamo.config.cache_size_limit = 256
     if hasattr(torch._dynamo.config, "recompile_limit"):
         torch._dynamo.config.recompile_limit = 256
-    sizes = [parse_size(s) for s in a.sizes.split(",")]
     print(f"autofuse.bench.infer: torch {torch.__version__}, {torch.get_num_threads()} threads, {a.layers} layers, "
           f"{a.rounds} rounds; load {load_average()}; lock {os.environ.get('AUTOFUSE_TIMING_LOCK') or 'none'}",
           flush=True)

@@ -20,9 +20,13 @@ int64_t value_bytes(const Graph& g, ValueId v, const Bindings& b) {
     } catch (const std::exception&) {
       x = 1024;
     }
-    count *= x < 0 ? 0 : x;
+    // saturate: these are cost estimates summed over a graph, and a representative size may overflow int64
+    if (__builtin_mul_overflow(count, x < 0 ? 0 : x, &count) || count > kMaxValueBytes) return kMaxValueBytes;
   }
-  return count * dtype_size(n.dtype);
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(count, static_cast<int64_t>(dtype_size(n.dtype)), &bytes) || bytes > kMaxValueBytes)
+    return kMaxValueBytes;
+  return bytes;
 }
 
 int op_compute_weight(OpKind op) {

@@ -12,8 +12,12 @@ namespace autofuse {
 /// have no value at fusion time, so a representative one is used, and reported).
 Bindings representative_binding(const Graph& g, int64_t size = 1024);
 
-/// Bytes of value `v` when materialized in memory: numel at the binding times the dtype size. A symbol missing from
-/// the binding counts as 1024. Never negative.
+/// The most value_bytes returns (2^50 bytes, 1 PiB): sizes past it saturate, so that sums of byte figures over a
+/// graph (up to 2^13 of them) cannot overflow int64.
+inline constexpr int64_t kMaxValueBytes = int64_t{1} << 50;
+
+/// Bytes of value `v` when materialized in memory: numel at the binding times the dtype size, saturated at
+/// kMaxValueBytes. A symbol missing from the binding counts as 1024. Never negative.
 int64_t value_bytes(const Graph& g, ValueId v, const Bindings& b);
 
 /// Relative per-element compute cost of an op: 1 for cheap arithmetic, compares, casts and selects; 4 for divisions

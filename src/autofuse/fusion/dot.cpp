@@ -1,5 +1,6 @@
 #include "autofuse/fusion/dot.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -112,8 +113,9 @@ void render_dot(const std::string& dot_text, const std::string& out_path) {
   }
   std::remove(tmpl);
   while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
-  if (rc != 0)
-    throw std::runtime_error(out_path + ": graphviz dot failed (exit status " + std::to_string(rc) + ")" +
+  if (rc != 0)  // pclose gives a wait status: the exit code is in its high byte
+    throw std::runtime_error(out_path + ": graphviz dot failed (exit status " +
+                             std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) + ")" +
                              (said.empty() ? "" : ": " + said));
 }
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,6 +20,8 @@ void look_up() {
   pthread_atfork(nullptr, nullptr, [] { disable_host_openmp(); });
   const char* mode = std::getenv("AUTOFUSE_THREADS");
   if (mode != nullptr && std::strcmp(mode, "pool") == 0) return;
+  if (mode != nullptr && *mode != '\0' && std::strcmp(mode, "omp") != 0 && std::strcmp(mode, "auto") != 0)
+    std::fprintf(stderr, "autofuse: AUTOFUSE_THREADS='%s' is not one of pool, omp, auto; using auto\n", mode);
   // RTLD_NOLOAD: only an already-loaded libgomp (matched by its soname), never a fresh one of our own, which would
   // start a second team of spinning threads.
   void* h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
