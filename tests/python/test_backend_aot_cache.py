@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from autofuse import backend
+from child_snippets import RUN_STEP
 
 pytestmark = pytest.mark.skipif(not backend.has_native_kernels(),
                                 reason="needs the native kernel compiler (autofuse._core.Kernel)")
@@ -39,17 +40,8 @@ model = torch.nn.Sequential(torch.nn.Linear(shape[-1], 48), torch.nn.GELU(), tor
                             torch.nn.Softmax(-1)).to(dtype)
 x = torch.randn(*shape, dtype=dtype)
 compiled = torch.compile(model, backend="autofuse")
-if mode == "train":
-    y = compiled(x)
-    (y * torch.arange(48, dtype=dtype)).sum().backward()
-    result = {"y": y.detach(), **{n: p.grad for n, p in model.named_parameters()}}
-    y_ref = model(x)
-else:
-    with torch.no_grad():
-        y = compiled(x)
-        y_ref = model(x)
-    result = {"y": y}
-torch.save(result, out_path)
+train = mode == "train"
+''' + RUN_STEP + r'''torch.save(result, out_path)
 stats = autofuse._core.cache_stats()
 print("RESULT " + json.dumps({
     "aot": {k: v for k, v in counters["aot_autograd"].items() if k.startswith("autograd_cache")},

@@ -19,11 +19,13 @@ import os
 import pathlib
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import torch
 
 from autofuse import backend
+from child_snippets import RUN_STEP
 
 pytestmark = pytest.mark.skipif(not backend.has_native_kernels(),
                                 reason="needs the native kernel compiler (autofuse._core.Kernel)")
@@ -78,17 +80,8 @@ x = torch.randn(*cfg.get("shape", [4, 16]), dtype=dtype)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     compiled = torch.compile(model, backend=cfg.get("backend", "autofuse"))
-    if cfg.get("train"):
-        y = compiled(x)
-        (y * torch.arange(y.shape[-1], dtype=dtype)).sum().backward()
-        result = {"y": y.detach(), **{n: p.grad for n, p in model.named_parameters()}}
-        y_ref = model(x)
-    else:
-        with torch.no_grad():
-            y = compiled(x)
-            y_ref = model(x)
-        result = {"y": y}
-torch.save(result, cfg["out"])
+    train = cfg.get("train")
+''' + textwrap.indent(RUN_STEP, "    ") + r'''torch.save(result, cfg["out"])
 heads, values = compile_times(repr="csv", aggregate=True)
 times = dict(zip(heads, values))
 print("RESULT " + json.dumps({
