@@ -95,6 +95,12 @@ def check_index(idx: torch.Tensor, size: int, dim: int) -> None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
+def _values_made(st: Step) -> set:
+    """The program variables a step defines: its outputs, and for host and extern steps every node it runs (a
+    kernel's inner nodes stay inside the kernel)."""
+    return set(st.outputs) | (set(st.nodes) if st.kind != "kernel" else set())
+
+
 def _check_lines(lg: LoweredGraph, available) -> List[str]:
     """Program lines range-checking the gather/scatter indices among ``available`` (program variables)."""
     return [f"    IDXCHK(v{v}, {_py_size(lg, size)}, {dim})  # {op} index"
@@ -111,7 +117,7 @@ class _Emitter:
         self.lines: List[str] = []
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PE": profile.enabled,
                                         "PL": profile.launch,
-                                        "IDXCHK": check_index}
+                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -301,7 +307,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         if k > 0 and last_use.get(k - 1):
             L.append("    del " + ", ".join(f"v{v}" for v in last_use[k - 1]))
         if k > 0:  # indices the previous step produced are checked before anything reads them
-            made = set(steps[k - 1].outputs) | (set(steps[k - 1].nodes) if steps[k - 1].kind != "kernel" else set())
+            made = _values_made(steps[k - 1])
             L.extend(_check_lines(lg, made - checked))
             checked |= made
         ins = ", ".join(f"v{i}" for i in st.inputs)
@@ -311,7 +317,6 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 layout = eager_layout(fake.get(o))
                 static = all(isinstance(d, int) for d in n.shape)
                 if layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
-                    e.globals["ESC"] = _EMPTY_STRIDED
                     L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {_contiguous_strides(n.shape)!r}, "
                              f"{e.const(n.dtype, 'D')})")
                 elif layout is None:
@@ -347,7 +352,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 fn = e.const(fx.target, "E")
                 L.append(f"    v{v} = {fn}({', '.join(args)})  # {fx.name}")
     if steps:
-        made = set(steps[-1].outputs) | (set(steps[-1].nodes) if steps[-1].kind != "kernel" else set())
+        made = _values_made(steps[-1])
         L.extend(_check_lines(lg, made - checked))
         checked |= made
     missing = [c for c in lg.index_checks if c[0] not in checked]

@@ -125,12 +125,11 @@ def _global_names(code: Any) -> Iterator[str]:
 
 def _value_parts(label: str, value: Any, depth: int) -> Iterator[str]:
     """What identifies a closure cell's or a global's value for the key: a Python function by its own parts
-    (recursively, ``depth - 1``), a builtin function or a class by its qualified name; other values (modules,
-    tensors, numbers: Dynamo keeps guards on those that survive a process) add nothing."""
+    (recursively, ``depth - 1``), another callable with a qualified name (a builtin function, a class) by that name;
+    other values (modules, tensors, numbers: Dynamo keeps guards on those that survive a process) add nothing."""
     if isinstance(value, types.FunctionType):
         yield label + "[" + ",".join(_function_parts(value, depth - 1)) + "]"
-    elif isinstance(value, (types.BuiltinFunctionType, type)) or callable(value) and hasattr(value, "__qualname__") \
-            and not isinstance(value, types.ModuleType):
+    elif callable(value) and hasattr(value, "__qualname__"):
         yield label + "=" + _qualified(value)
 
 
