@@ -335,10 +335,7 @@ def _aot_drops_mutation(gm: torch.fx.GraphModule, example_inputs) -> Optional[st
     if not zero_d_f64:
         return None
     for n in gm.graph.nodes:
-        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
-        inplace = n.op == "call_method" and name.endswith("_") and not name.endswith("__")
-        target = n.args[0] if inplace and n.args else n.kwargs.get("out")
-        if (inplace or "out" in n.kwargs) and target in zero_d_f64:
+        if neg_inputs.written_value(n, operators=False) in zero_d_f64:
             return (f"{n.format_node()}: PyTorch's AOTAutograd drops in-place updates of 0-d float64 inputs; the "
                     "graph runs eagerly (as Dynamo traced it)")
     return None

@@ -10,7 +10,7 @@ is a negated view, since the write would go to the copy.
 from __future__ import annotations
 
 import operator
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 import torch
 import torch.fx
@@ -26,16 +26,25 @@ def negated_inputs(example_inputs) -> List[int]:
     return [i for i, v in enumerate(example_inputs) if isinstance(v, torch.Tensor) and v.is_neg()]
 
 
-def may_write_inputs(gm: torch.fx.GraphModule) -> Optional[str]:
-    """The first node of a Dynamo graph that may write into a tensor in place (an ``op_`` method or function, an
-    in-place operator, item assignment, or an ``out=`` argument), as text; None if there is none."""
-    for n in gm.graph.nodes:
-        if n.op not in ("call_method", "call_function"):
-            continue
-        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
-        if (name.endswith("_") and not name.endswith("__")) or n.target in _INPLACE_OPERATORS or "out" in n.kwargs:
-            return n.format_node()
+def written_value(n: torch.fx.Node, operators: bool = True) -> Optional[Any]:
+    """The value a node of a Dynamo graph writes into in place, or None: the first argument of an ``op_`` method (and,
+    with ``operators``, of an ``op_`` function, an in-place operator or item assignment), or its ``out=``
+    argument."""
+    if n.op not in ("call_method", "call_function"):
+        return None
+    if "out" in n.kwargs:
+        return n.kwargs["out"]
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    inplace = name.endswith("_") and not name.endswith("__") and (operators or n.op == "call_method")
+    if (inplace or (operators and n.target in _INPLACE_OPERATORS)) and n.args:
+        return n.args[0]
     return None
+
+
+def may_write_inputs(gm: torch.fx.GraphModule) -> Optional[str]:
+    """The first node of a Dynamo graph that may write into a tensor in place (written_value), as text; None if
+    there is none."""
+    return next((n.format_node() for n in gm.graph.nodes if written_value(n) is not None), None)
 
 
 def resolving(fn: Callable, indices: List[int]) -> Callable:
