@@ -242,10 +242,9 @@ def make_payload(record, fn: Callable, base_globals: Dict[str, Any]) -> Dict[str
             raise Unserializable(f"program global {k} ({type(v).__name__}) cannot be pickled: {e}") from e
         consts[k] = v
     steps = [(st.kind, st.name, st.info.get("ir", "")) for st in record.steps]
-    fallbacks = list(record.lowered.fallbacks) if record.lowered is not None else []
     return {"version": PAYLOAD_VERSION, "tag": version_tag(), "name": name, "kind": record.kind,
             "source": fn.__autofuse_source__, "consts": consts, "kernels": kernel_globals, "steps": steps,
-            "fallbacks": fallbacks, "fusion_report": record.fusion_report}
+            "fallbacks": record.fallbacks, "fusion_report": record.fusion_report}
 
 
 class AutofuseOutputCode(OutputCode):

@@ -252,8 +252,10 @@ void check_device_and_layout(nb::handle obj, const char* what) {
   }
 }
 
-HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
-  if (HostTensor fast; torch_fast_view(obj, fast)) return fast;
+namespace {
+
+// The DLPack / buffer-protocol path (numpy arrays, tensor subclasses, and every error report).
+HostTensor imported_host_tensor(nb::handle obj, bool writable, const char* what) {
   check_device_and_layout(obj, what);
   nb::object detached;
   if (writable) {
@@ -264,6 +266,13 @@ HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
   ROArray arr;
   if (!import_array(obj, arr, detached)) import_failed(obj, writable, what);
   return view_of(std::move(arr), what);
+}
+
+}  // namespace
+
+HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
+  if (HostTensor fast; torch_fast_view(obj, fast)) return fast;
+  return imported_host_tensor(obj, writable, what);
 }
 
 std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what) {
@@ -281,7 +290,7 @@ std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const cha
       continue;
     }
     std::string label = std::string(what) + " " + std::to_string(i);
-    out.push_back(to_host_tensor(item, writable, label.c_str()));
+    out.push_back(imported_host_tensor(item, writable, label.c_str()));  // the fast path already said no
   }
   return out;
 }
