@@ -11,8 +11,10 @@
 namespace autofuse {
 
 const std::string& af_kernel_header_text() {
-  static const std::string text =
+  static const std::string text = std::string(
 #include "autofuse/codegen/cpu/af_kernel.inc"
+                                       ) +
+#include "autofuse/codegen/cpu/af_kernel_math.inc"
       ;
   return text;
 }
