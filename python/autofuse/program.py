@@ -284,6 +284,12 @@ def _contiguous_strides(shape) -> Tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
+    """Indices of the host steps the program runs inline (every node has a host_expr)."""
+    return {k for k, st in enumerate(steps)
+            if st.kind == "host" and all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
+
+
 def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, fake) -> ViewPlan:
     """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs the program
     allocates contiguous with static sizes and contiguous static results of the externs in EXTERN_CONTIGUOUS; readers
@@ -321,8 +327,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     L.append(f"def {name}(args):")
     for sym, src in lg.sym_sources.items():
         L.append(f"    {sym} = int({src})")
-    inline_hosts = {k for k, st in enumerate(steps) if st.kind == "host" and
-                    all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
+    inline_hosts = _inline_hosts(lg, steps, e)
     if any(s.needs_bindings for k, s in enumerate(steps) if k not in inline_hosts):
         items = ", ".join(f"{sym!r}: {sym}" for sym in lg.sym_sources)
         L.append(f"    _bind = {{{items}}}")

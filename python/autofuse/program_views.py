@@ -131,7 +131,7 @@ class ViewPlan:
                 if v in self.emit:
                     out.append(self.layout[v][0])
             else:
-                out.extend(lg.nodes[v].inputs)
+                out.extend(u for u in lg.nodes[v].inputs if lg.nodes[u].op != "constant")
         return out
 
 
@@ -149,7 +149,8 @@ def plan_views(lg, host_nodes: List[int], known: Dict[int, Tuple[int, ...]], rea
     needed = set(readers)
     for v in host_nodes:
         n = lg.nodes[v]
-        src = lay.get(n.inputs[0]) if len(n.inputs) == 1 else None
+        ins = [u for u in n.inputs if lg.nodes[u].op != "constant"]
+        src = lay.get(ins[0]) if len(ins) == 1 else None
         new = apply_view(n.op, n.attrs, n.shape, src) if src is not None else None
         if new is None:
             needed.update(n.inputs)
@@ -157,3 +158,4 @@ def plan_views(lg, host_nodes: List[int], known: Dict[int, Tuple[int, ...]], rea
         lay[v] = plan.layout[v] = new
     plan.emit = {v for v in plan.layout if v in needed}
     return plan
+

@@ -205,3 +205,24 @@ def test_subclasses_still_take_dlpack():
         pass
 
     assert _core.tensor_view(torch.ones(3).as_subclass(Sub), False)["fast"] is False
+
+
+def kv_cat(x, past):
+    """A decoder's first KV-cache cat: an empty past (legacy 1-d, or empty along the axis) before the new keys."""
+    return torch.cat([past, torch.sin(x)], dim=-2), torch.cat([past, x], dim=-2)
+
+
+@needs_native
+@pytest.mark.parametrize("past", ["legacy 1-d", "same rank"])
+def test_cat_onto_an_empty_cache_is_lowered_and_fresh(monkeypatch, past):
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    x = torch.randn(1, 2, 5, 4)
+    p = torch.tensor([]) if past == "legacy 1-d" else torch.empty(1, 2, 0, 4)
+    (a, b), recs = _compile(kv_cat, x, p)
+    ea, eb = kv_cat(x, p)
+    torch.testing.assert_close(a, ea)
+    torch.testing.assert_close(b, eb)
+    assert not any(op == "aten.cat" for r in recs for op, _ in r.lowered.fallbacks)
+    assert b.data_ptr() != x.data_ptr()  # a copy, as eager's cat, never the argument itself
+    b.add_(1)
+    assert torch.equal(x, eb)
