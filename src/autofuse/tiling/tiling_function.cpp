@@ -191,10 +191,6 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
     TilingCandidate c;
     c.kind = TilingKind::Rows;
     c.schedule = choose_schedule(n, sizes, lanes_);
-    // The grain (about 64K elements a task, sized for memory-bound work) shrinks by 1 + 2 x the transcendental
-    // functions per element: one costs 1-4 times an f32 element's memory traffic (inline exp 0.18, tanh 0.5, erf
-    // 0.45 ns per element per thread, SLEEF's 1-2 ns: docs/codegen.md); a GPT-2 GELU [32, 3072] ran on one thread.
-    c.schedule.grain = std::max<int64_t>(1, c.schedule.grain / static_cast<int64_t>(1 + 2 * transcendentals_));
     const int64_t tasks =
         std::min<int64_t>(p.threads, std::max<int64_t>(1, c.schedule.rows / std::max<int64_t>(1, c.schedule.grain)));
     c.est_ns = estimate_rows_ns(work_shape(sizes, c.schedule), tasks, ceil_div(c.schedule.rows, tasks), p);
