@@ -88,6 +88,16 @@ def kernel_compiler(core):
     return getattr(core, "compile_kernel", None)
 
 
+def kernel_batch_compiler(core):
+    """``Kernel.compile_many(graphs, threads)`` when the kernel compiler in use is the bindings' ``Kernel.compile``
+    (tests replace kernel_compiler to inject failures; the batch path then steps aside), else None."""
+    kernel = getattr(core, "Kernel", None)
+    many = getattr(kernel, "compile_many", None)
+    if many is None or kernel_compiler(core) != getattr(kernel, "compile", None):
+        return None
+    return many
+
+
 def compile_kernel(core, subgraph):
     """Compile one kernel sub-graph, memoized by its IR text and the precision policy (kernels read
     AUTOFUSE_EMULATE_PRECISION_CASTS when they are compiled, so the two policies never share a Kernel)."""
@@ -124,7 +134,7 @@ def compile_kernels(core, subgraphs: List[Any]) -> List[Any]:
             todo[key] = g
     results: Dict[str, Any] = {}
 
-    many = getattr(getattr(core, "Kernel", None), "compile_many", None)
+    many = kernel_batch_compiler(core)
     if many is not None and todo:
         # one call: the uncached kernels are compiled several per C++ compiler run, compile_threads() runs at a time
         for key, r in zip(todo, many(list(todo.values()), compile_threads())):
