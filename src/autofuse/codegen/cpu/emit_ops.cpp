@@ -11,9 +11,14 @@
 namespace autofuse {
 
 const std::string& af_kernel_header_text() {
-  static const std::string text =
+  // af_kernel.inc: types, converts, arithmetic, exp; af_kernel_math.inc: tanh and erf (they use exp's core).
+  static const char* const base =
 #include "autofuse/codegen/cpu/af_kernel.inc"
       ;
+  static const char* const math =
+#include "autofuse/codegen/cpu/af_kernel_math.inc"
+      ;
+  static const std::string text = std::string(base) + math;
   return text;
 }
 
