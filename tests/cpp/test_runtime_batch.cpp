@@ -144,13 +144,16 @@ TEST_F(RuntimeBatch, ConcurrentCallsShareWork) {
 
 TEST_F(RuntimeBatch, CompileManyCompilesIdenticalKernelsOnce) {
   // Two graphs of one structure under other names (a model's repeated layers), and a third of another structure.
-  Graph a = parse_graph("graph layer0(%x: f32[n, 8], %y: f32[n, 8]) {\n  %s = add(%x, %y)\n  %t = exp(%s)\n"
-                        "  return %t\n}\n");
-  Graph b = parse_graph("graph layer1(%p: f32[m, 8], %q: f32[m, 8]) {\n  %u = add(%p, %q)\n  %w = exp(%u)\n"
-                        "  return %w\n}\n");
+  Graph a = parse_graph(
+      "graph layer0(%x: f32[n, 8], %y: f32[n, 8]) {\n  %s = add(%x, %y)\n  %t = exp(%s)\n"
+      "  return %t\n}\n");
+  Graph b = parse_graph(
+      "graph layer1(%p: f32[m, 8], %q: f32[m, 8]) {\n  %u = add(%p, %q)\n  %w = exp(%u)\n"
+      "  return %w\n}\n");
   Graph c = parse_graph("graph other(%x: f32[n, 8]) {\n  %t = neg(%x)\n  return %t\n}\n");
-  Graph bad = parse_graph("graph two_axes(%x: f32[4, 8]) {\n  %r = sum(%x) {axes=[0], keepdim=true}\n"
-                          "  %s = sum(%x) {axes=[1], keepdim=true}\n  return %r, %s\n}\n");
+  Graph bad = parse_graph(
+      "graph two_axes(%x: f32[4, 8]) {\n  %r = sum(%x) {axes=[0], keepdim=true}\n"
+      "  %s = sum(%x) {axes=[1], keepdim=true}\n  return %r, %s\n}\n");
   auto out = Kernel::compile_many({a, b, c, bad}, 2);
   ASSERT_EQ(out.size(), 4u);
   for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(out[i].kernel) << i;

@@ -266,8 +266,8 @@ std::map<std::string, std::shared_future<std::shared_ptr<Module>>> g_loaded;  //
 struct BatchJob {
   const ModuleRequest* req = nullptr;
   std::string key, mkey, hint;
-  std::vector<size_t> slots;                        // the requests with this source
-  std::promise<std::shared_ptr<Module>> promise;    // set when this call owns the key (it is not loaded yet)
+  std::vector<size_t> slots;                         // the requests with this source
+  std::promise<std::shared_ptr<Module>> promise;     // set when this call owns the key (it is not loaded yet)
   std::shared_future<std::shared_ptr<Module>> wait;  // set when another caller owns it
   std::shared_ptr<Module> module;
   bool hit = false;

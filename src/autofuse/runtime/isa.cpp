@@ -1,12 +1,12 @@
 #include "autofuse/runtime/isa.h"
 
-#include "autofuse/runtime/compiler.h"
-
 #include <cpuid.h>
 
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+
+#include "autofuse/runtime/compiler.h"
 
 namespace autofuse {
 namespace {
@@ -42,7 +42,8 @@ bool compiler_is_gcc() {
   try {
     const std::string& v = compiler_info().version;
     return v.find("clang") == std::string::npos &&
-           (v.find("g++") != std::string::npos || v.find("GCC") != std::string::npos || v.find("gcc") != std::string::npos);
+           (v.find("g++") != std::string::npos || v.find("GCC") != std::string::npos ||
+            v.find("gcc") != std::string::npos);
   } catch (const std::exception&) {
     return false;
   }

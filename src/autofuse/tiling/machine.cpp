@@ -74,7 +74,8 @@ void measure(MachineInfo* m) {
   // a split of one long row over all cores gains little; the cost model needs this figure to see that. Measured on
   // the same buffers (one allocation and first touch for both figures).
   double read1 = 0;
-  BandwidthResult bw = measure_bandwidth(dram_probe_bytes(*m), m->probe_threads, 3, m->probe_threads > 1 ? &read1 : nullptr);
+  BandwidthResult bw =
+      measure_bandwidth(dram_probe_bytes(*m), m->probe_threads, 3, m->probe_threads > 1 ? &read1 : nullptr);
   m->read_gbps = bw.read_gbps;
   m->write_gbps = bw.write_gbps;
   m->copy_gbps = bw.copy_gbps;
