@@ -155,14 +155,28 @@ class Lowerer:
         self.gm = gm
         self.g = LoweredGraph(nodes=[], outputs=[], symbols=SymbolTable(), sym_sources={}, arg_nodes={}, num_args=0)
         self._const_cache: Dict[Tuple[Any, torch.dtype], int] = {}
+        #: input-independent nodes (sources and what is computed from them alone) by (op, inputs, attrs, dtype,
+        #: shape): a repeated ``arange`` (a decoder's position ids, cache positions and mask) is built once
+        self._source_cache: Dict[Tuple[Any, ...], int] = {}
+        self._input_free: set = set()
 
     # ---- building -----------------------------------------------------------------------------------------------
     def add(self, op: str, inputs: List[int], attrs: Dict[str, Any], dtype: torch.dtype, shape, **kw) -> int:
-        """Append an IR node; returns its index."""
+        """Append an IR node; returns its index. A node that depends on no graph input or extern (an ``iota``, a
+        ``full``, arithmetic on them) and equals an earlier one (op, inputs, attributes, dtype, shape) is not added
+        again: the earlier index is returned (every IR op but ``input`` and ``extern`` is a pure function)."""
         if dtype not in DTYPE_TO_IR:
             raise Unsupported(f"dtype {dtype} is not supported by Autofuse")
+        key = None
+        if not kw and op not in ("input", "extern") and all(i in self._input_free for i in inputs):
+            key = (op, tuple(inputs), repr(sorted(attrs.items())), dtype, repr(tuple(shape)))
+            if key in self._source_cache:
+                return self._source_cache[key]
         idx = len(self.g.nodes)
         self.g.nodes.append(LNode(op, list(inputs), dict(attrs), dtype, tuple(shape), f"v{idx}", **kw))
+        if key is not None:
+            self._source_cache[key] = idx
+            self._input_free.add(idx)
         return idx
 
     def node(self, i: int) -> LNode:
@@ -410,12 +424,20 @@ class Lowerer:
 
     def _output(self, node: torch.fx.Node) -> None:
         g = self.g
+        seen: Dict[int, torch.fx.Node] = {}  # output value -> the first FX node returning it
         for a in _flatten(node.args[0]) if isinstance(node.args[0], (list, tuple)) else [node.args[0]]:
             if isinstance(a, torch.fx.Node):
                 if a in g.sym_nodes:
                     g.outputs.append(("sym", g.sym_nodes[a]))
                 elif isinstance(g.fx_value.get(a), int):
-                    g.outputs.append(("node", g.fx_value[a]))
+                    v = g.fx_value[a]
+                    if v in self._input_free and seen.setdefault(v, a) is not a:
+                        # two FX outputs that add() merged (input-free duplicates) are two tensors in eager: a copy,
+                        # appended directly (add() would merge the copies too)
+                        n, one = g.nodes[v], self.constant(1, g.nodes[v].dtype)
+                        g.nodes.append(LNode("mul", [v, one], {}, n.dtype, n.shape, f"v{len(g.nodes)}"))
+                        v = len(g.nodes) - 1
+                    g.outputs.append(("node", v))
                 else:
                     raise UnsupportedGraph(f"output {a.name} has no value")
             else:

@@ -4,7 +4,8 @@
 - ``permute`` / ``transpose`` / ``t``: ``permute``.
 - ``slice`` / ``narrow`` / ``select`` (a slice of length 1, then a ``reshape`` dropping the axis) and ``split`` /
   ``split_with_sizes`` / ``unbind`` (one slice per piece, a tuple of values).
-- ``cat``: ``concat`` (inputs cast to the result dtype, as eager promotes; empty legacy 1-d inputs stay ATen).
+- ``cat``: ``concat`` (inputs cast to the result dtype, as eager promotes; inputs empty along the axis and legacy
+  empty 1-d inputs are dropped, as ATen skips them).
 - ``clone`` to a contiguous result: an elementwise copy (``mul`` by 1) that fuses with its neighbours.
 
 The fusion pass makes each layout op a host step; the generated program (program.py) runs it inline as the torch
@@ -201,8 +202,15 @@ def _unbind(L: Lowerer, node) -> tuple:
     return tuple(out)
 
 
+def _static_zero(d) -> bool:
+    """A size known to be 0 when the graph is built (a SymInt is never taken for 0)."""
+    return isinstance(d, int) and d == 0
+
+
 @register(aten.cat.default)
 def _cat(L: Lowerer, node) -> int:
+    """``concat`` of the inputs cast to the result dtype. Inputs with no elements along the axis (and legacy empty
+    1-d inputs, which ATen skips) are dropped: a cat onto an empty KV cache is then a copy of its one real input."""
     tensors = list(node.args[0])
     val = node.meta["val"]
     rank = val.dim()
@@ -213,11 +221,18 @@ def _cat(L: Lowerer, node) -> int:
         m = L.meta(t)
         if not isinstance(m, torch.Tensor):
             raise Unsupported("cat of a non-tensor")
+        if m.dim() == 1 and rank != 1 and _static_zero(m.shape[0]):
+            continue  # a legacy empty 1-d input (an empty KV cache's first cat): ATen skips it
         if m.dim() != rank:
-            raise Unsupported("cat with an input of another rank (legacy empty 1-d input)")
+            raise Unsupported("cat with an input of another rank")
+        if _static_zero(m.shape[axis]):
+            continue  # contributes nothing (its dtype is already in the result's, val.dtype)
         ins.append(L.cast(L.value(t), val.dtype))
-    if len(ins) == 1:
-        return ins[0]
+    if not ins:
+        raise Unsupported("cat of empty inputs only")
+    if len(ins) == 1:  # a fresh copy, as eager's result: it fuses into the input's producer kernel (x * 1 is exact)
+        n = L.node(ins[0])
+        return L.add("mul", [ins[0], L.constant(1, n.dtype)], {}, n.dtype, n.shape)
     shape = L.shape_of(node)
     return L.add("concat", ins, {"axis": axis}, val.dtype, shape)
 

@@ -28,6 +28,7 @@ import torch.fx
 from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
+from .program_views import EXTERN_CONTIGUOUS, ViewPlan, plan_views, reinterpret
 
 
 #: Kernel launches made by generated programs (one list slot: a cheap in-place counter tests read).
@@ -117,7 +118,7 @@ class _Emitter:
         self.lines: List[str] = []
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PE": profile.enabled,
                                         "PL": profile.launch,
-                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED}
+                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": reinterpret}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -172,12 +173,14 @@ def _step_reads(lg: LoweredGraph, st: Step) -> List[int]:
     return reads
 
 
-def _last_uses(lg: LoweredGraph, steps: List[Step]) -> Dict[int, List[int]]:
-    """step index -> program variables whose last reader is that step (graph outputs and inputs excluded)."""
+def _last_uses(lg: LoweredGraph, steps: List[Step],
+               reads: Optional[Callable[[int, Step], List[int]]] = None) -> Dict[int, List[int]]:
+    """step index -> program variables whose last reader is that step (graph outputs and inputs excluded).
+    ``reads(k, step)`` gives what step k reads (default: _step_reads)."""
     keep = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
     last: Dict[int, int] = {}
     for k, st in enumerate(steps):
-        for v in _step_reads(lg, st):
+        for v in (reads(k, st) if reads is not None else _step_reads(lg, st)):
             last[v] = k
     out: Dict[int, List[int]] = {}
     for v, k in last.items():
@@ -281,6 +284,42 @@ def _contiguous_strides(shape) -> Tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
+    """Indices of the host steps the program runs inline (every node has a host_expr)."""
+    return {k for k, st in enumerate(steps)
+            if st.kind == "host" and all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
+
+
+def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, fake) -> ViewPlan:
+    """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs the program
+    allocates contiguous with static sizes and contiguous static results of the externs in EXTERN_CONTIGUOUS; readers
+    are the other steps' reads, graph outputs, mutations and index checks."""
+    known: Dict[int, Tuple[int, ...]] = {}
+    readers: set = set()
+    host_nodes: List[int] = []
+    for k, st in enumerate(steps):
+        if k in inline_hosts:
+            host_nodes.extend(st.nodes)
+            continue
+        readers.update(_step_reads(lg, st))
+        for v in st.outputs if st.kind == "kernel" else st.nodes if st.kind == "extern" else ():
+            n = lg.nodes[v]
+            if not all(isinstance(d, int) for d in n.shape):
+                continue
+            if st.kind == "kernel":
+                if eager_layout(fake.get(v)) is None:
+                    known[v] = _contiguous_strides(n.shape)
+                continue
+            val = n.fx.meta.get("val") if n.fx is not None and n.item is None else None
+            if (str(n.fx.target) in EXTERN_CONTIGUOUS and isinstance(val, torch.Tensor)
+                    and tuple(val.shape) == tuple(n.shape) and val.is_contiguous()):
+                known[v] = _contiguous_strides(n.shape)
+    readers.update(v for kind, v in lg.outputs if kind == "node")
+    readers.update(v for pair in lg.mutations for v in pair)
+    readers.update(c[0] for c in lg.index_checks)
+    return plan_views(lg, host_nodes, known, readers)
+
+
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
     """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
     e = _Emitter(lg)
@@ -288,8 +327,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     L.append(f"def {name}(args):")
     for sym, src in lg.sym_sources.items():
         L.append(f"    {sym} = int({src})")
-    inline_hosts = {k for k, st in enumerate(steps) if st.kind == "host" and
-                    all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
+    inline_hosts = _inline_hosts(lg, steps, e)
     if any(s.needs_bindings for k, s in enumerate(steps) if k not in inline_hosts):
         items = ", ".join(f"{sym!r}: {sym}" for sym in lg.sym_sources)
         L.append(f"    _bind = {{{items}}}")
@@ -297,10 +335,15 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         L.append(f"    v{v} = args[{i}]")
     for v, t in lg.const_inputs.items():
         L.append(f"    v{v} = {e.const(t, 'T')}")
-    last_use = _last_uses(lg, steps)
     graph_outputs = {v for kind, v in lg.outputs if kind == "node"}
     fake = {v: n.meta.get("val") for n, v in lg.fx_value.items()
             if isinstance(v, int) and v in graph_outputs and isinstance(n, torch.fx.Node)}
+    views = _plan_views(lg, steps, inline_hosts, fake)
+
+    def reads(k: int, st: Step) -> List[int]:
+        return views.reads(st.nodes, lg) if k in inline_hosts else _step_reads(lg, st)
+
+    last_use = _last_uses(lg, steps, reads)
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
     L.extend(_check_lines(lg, checked))
     for k, st in enumerate(steps):
@@ -335,7 +378,10 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             L.append("    LAUNCHES[0] += 1")
         elif st.kind == "host" and k in inline_hosts:
             for v in st.nodes:
-                L.append(f"    v{v} = {host_expr(lg, lg.nodes[v], e)}  # {st.name}")
+                if v not in views.layout:
+                    L.append(f"    v{v} = {host_expr(lg, lg.nodes[v], e)}  # {st.name}")
+                elif v in views.emit:  # a folded view chain (program_views.py), read here
+                    L.append(f"{views.line(v)}  # {st.name}")
         elif st.kind == "host":
             fn = e.const(st.run, "H")
             outs = "".join(f"v{o}, " for o in st.outputs)
@@ -350,6 +396,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                     continue
                 args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
                 fn = e.const(fx.target, "E")
+                if isinstance(fx.target, torch._ops.OpOverload) and hasattr(fx.target, "_op"):
+                    fn += "._op"  # the C++ operator itself: OpOverload.__call__ only forwards to it (one frame less)
                 L.append(f"    v{v} = {fn}({', '.join(args)})  # {fx.name}")
     if steps:
         made = _values_made(steps[-1])

@@ -17,11 +17,13 @@ void bind_tensor(nb::module_& m) {
         d["sizes"] = t.sizes;
         d["strides"] = t.strides;
         d["data_ptr"] = reinterpret_cast<uintptr_t>(t.data);
+        d["fast"] = takes_fast_path(obj);
         return d;
       },
       nb::arg("tensor"), nb::arg("writable") = false,
       "The HostTensor view C++ gets of a torch tensor / numpy array: dict(dtype, sizes, strides (elements), "
-      "data_ptr). No copy is made, so data_ptr equals the tensor's own.");
+      "data_ptr, fast: whether the attribute fast path made it rather than DLPack). No copy is made, so data_ptr "
+      "equals the tensor's own.");
 }
 
 }  // namespace autofuse::bindings

@@ -73,9 +73,13 @@ HostTensor view_of(Array&& arr, const char* what) {
 // read off the tensor's own attributes (dtype, is_cpu, layout, is_neg, shape, stride(), data_ptr()), about 1 us less
 // per tensor than a DLPack export (torch's __dlpack__ is Python code plus a capsule). Every check the DLPack path
 // makes is kept: CPU device, strided layout, an IR dtype, and no pending negation (a neg-bit view, which DLPack
-// refuses, would be read un-negated). Anything else, subclasses included, takes the DLPack path.
+// refuses, would be read un-negated). torch.nn.Parameter (exactly that type: the model weights every compiled graph
+// reads) is taken too: it adds no attribute of its own and disables __torch_function__, so the same reads give the
+// same view; the DLPack path would also detach it first (about 5 us per weight). Any other subclass takes the DLPack
+// path.
 struct TorchFast {
   PyObject* tensor_type = nullptr;
+  PyObject* parameter_type = nullptr;  // torch.nn.Parameter; nullptr when torch.nn is not importable
   PyObject* strided = nullptr;
   std::vector<std::pair<PyObject*, DType>> dtypes;
   PyObject *s_dtype, *s_is_cpu, *s_layout, *s_is_neg, *s_shape, *s_stride, *s_data_ptr;
@@ -94,6 +98,8 @@ const TorchFast* torch_fast() {
   auto* c = new TorchFast();
   c->tensor_type = nb::object(mod.attr("Tensor")).release().ptr();
   c->strided = nb::object(mod.attr("strided")).release().ptr();
+  if (nb::hasattr(mod, "nn") && nb::hasattr(mod.attr("nn"), "Parameter"))
+    c->parameter_type = nb::object(mod.attr("nn").attr("Parameter")).release().ptr();
   const std::pair<const char*, DType> names[] = {{"bool", DType::Bool},       {"uint8", DType::UInt8},
                                                  {"int8", DType::Int8},       {"int16", DType::Int16},
                                                  {"int32", DType::Int32},     {"int64", DType::Int64},
@@ -131,7 +137,9 @@ bool read_int_tuple(PyObject* seq, std::vector<int64_t>& v) {
 // The view of a plain CPU torch.Tensor, or false (the caller then takes the DLPack path, which also reports errors).
 bool torch_fast_view(nb::handle obj, HostTensor& out) {
   const TorchFast* c = torch_fast();
-  if (c == nullptr || Py_TYPE(obj.ptr()) != reinterpret_cast<PyTypeObject*>(c->tensor_type)) return false;
+  if (c == nullptr) return false;
+  const PyObject* type = reinterpret_cast<const PyObject*>(Py_TYPE(obj.ptr()));
+  if (type != c->tensor_type && (c->parameter_type == nullptr || type != c->parameter_type)) return false;
   auto get = [&](PyObject* name) { return nb::steal(PyObject_GetAttr(obj.ptr(), name)); };
   auto call = [&](PyObject* name) { return nb::steal(PyObject_CallMethodNoArgs(obj.ptr(), name)); };
   nb::object dt = get(c->s_dtype);
@@ -269,6 +277,11 @@ HostTensor imported_host_tensor(nb::handle obj, bool writable, const char* what)
 }
 
 }  // namespace
+
+bool takes_fast_path(nb::handle obj) {
+  HostTensor unused;
+  return torch_fast_view(obj, unused);
+}
 
 HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
   if (HostTensor fast; torch_fast_view(obj, fast)) return fast;

@@ -32,6 +32,10 @@ nb::dlpack::dtype dtype_to_dlpack(DType t);
 /// device; the message starts with `what`.
 HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what);
 
+/// Whether to_host_tensor reads obj's view off its attributes (the fast path for exact torch.Tensor and
+/// torch.nn.Parameter objects on the CPU, strided, of an IR dtype, not negated) rather than through DLPack. For tests.
+bool takes_fast_path(nb::handle obj);
+
 /// to_host_tensor over a sequence (list or tuple); `what` is "input" / "output", errors say "input 2: ...".
 std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what);
 
