@@ -6,7 +6,8 @@ groups (topologically ordered) into program Steps; each Kernel group is compiled
 kernel that fails to compile keeps its ops, run eagerly by the reference evaluator, with a warning (AUTOFUSE_STRICT=1
 raises). Compiled kernels are memoized by their IR text, so an identical group (same structure, dtypes and sizes) in
 another graph reuses the Kernel object; kernels of another size share the C++ module through the runtime's cache.
-A graph's kernels are compiled on several threads at once (``compile_threads()``; the binding releases the GIL).
+A graph's kernels are compiled in one ``Kernel.compile_many`` call: several per C++ compiler run, ``compile_threads()``
+runs at a time (the binding releases the GIL).
 """
 
 from __future__ import annotations
@@ -87,6 +88,16 @@ def kernel_compiler(core):
     return getattr(core, "compile_kernel", None)
 
 
+def kernel_batch_compiler(core):
+    """``Kernel.compile_many(graphs, threads)`` when the kernel compiler in use is the bindings' ``Kernel.compile``
+    (tests replace kernel_compiler to inject failures; the batch path then steps aside), else None."""
+    kernel = getattr(core, "Kernel", None)
+    many = getattr(kernel, "compile_many", None)
+    if many is None or kernel_compiler(core) != getattr(kernel, "compile", None):
+        return None
+    return many
+
+
 def compile_kernel(core, subgraph):
     """Compile one kernel sub-graph, memoized by its IR text and the precision policy (kernels read
     AUTOFUSE_EMULATE_PRECISION_CASTS when they are compiled, so the two policies never share a Kernel)."""
@@ -110,9 +121,11 @@ def compile_threads() -> int:
 
 
 def compile_kernels(core, subgraphs: List[Any]) -> List[Any]:
-    """Compile several kernel sub-graphs, ``compile_threads()`` at a time; returns per sub-graph the Kernel or the
-    exception its compile raised (in order). Identical sub-graphs (same IR text, also across graphs of the process)
-    are compiled once. Keyed by the precision policy too, as in compile_kernel."""
+    """Compile several kernel sub-graphs; returns per sub-graph the Kernel or the exception its compile raised (in
+    order). With ``Kernel.compile_many`` (one call for all) the uncached kernels are compiled in batches, several per
+    C++ compiler run and ``compile_threads()`` runs at a time, and kernels of identical structure once; otherwise one
+    ``Kernel.compile`` per sub-graph on ``compile_threads()`` threads. Identical sub-graphs (same IR text, also across
+    graphs of the process) are compiled once. Keyed by the precision policy too, as in compile_kernel."""
     policy = os.environ.get("AUTOFUSE_EMULATE_PRECISION_CASTS", "") + "|"
     keys = [policy + str(g) for g in subgraphs]
     todo: Dict[str, Any] = {}
@@ -121,20 +134,31 @@ def compile_kernels(core, subgraphs: List[Any]) -> List[Any]:
             todo[key] = g
     results: Dict[str, Any] = {}
 
-    def one(key: str):
-        try:
-            return kernel_compiler(core)(todo[key])
-        except Exception as e:  # noqa: BLE001 - handed back to the caller, which decides (warn or raise)
-            return e
-
-    threads = min(compile_threads(), len(todo))
-    if threads > 1:
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="autofuse-compile") as pool:
-            for key, r in zip(todo, pool.map(one, list(todo))):
-                results[key] = r
+    many = kernel_batch_compiler(core)
+    if many is not None and todo:
+        # one call: the uncached kernels are compiled several per C++ compiler run, compile_threads() runs at a time
+        for key, r in zip(todo, many(list(todo.values()), compile_threads())):
+            if isinstance(r, core.KernelFailure):
+                try:
+                    r.raise_()
+                except Exception as e:  # noqa: BLE001 - handed back to the caller, which decides (warn or raise)
+                    r = e
+            results[key] = r
     else:
-        for key in todo:
-            results[key] = one(key)
+        def one(key: str):
+            try:
+                return kernel_compiler(core)(todo[key])
+            except Exception as e:  # noqa: BLE001 - handed back to the caller, which decides (warn or raise)
+                return e
+
+        threads = min(compile_threads(), len(todo))
+        if threads > 1:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="autofuse-compile") as pool:
+                for key, r in zip(todo, pool.map(one, list(todo))):
+                    results[key] = r
+        else:
+            for key in todo:
+                results[key] = one(key)
     for key, r in results.items():
         if not isinstance(r, Exception):
             _KERNELS[key] = r

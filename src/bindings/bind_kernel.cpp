@@ -14,7 +14,20 @@
 
 namespace autofuse::bindings {
 
+namespace {
+
+/// A graph's failure in Kernel.compile_many: raise_() raises it as Kernel.compile would have (same Python type).
+struct KernelFailure {
+  std::exception_ptr error;
+};
+
+}  // namespace
+
 void bind_kernel(nb::module_& m) {
+  nb::class_<KernelFailure>(m, "KernelFailure", "A kernel of Kernel.compile_many that did not compile")
+      .def(
+          "raise_", [](const KernelFailure& f) { std::rethrow_exception(f.error); },
+          "Raise the error (IRError, CompileError, ...) Kernel.compile would have raised for this graph");
   nb::class_<Kernel>(m, "Kernel",
                      "One fusion group compiled to native code. Sizes and strides are call arguments: one compiled "
                      "kernel serves every size of its shape class.")
@@ -30,6 +43,27 @@ void bind_kernel(nb::module_& m) {
           "Compile a kernel graph (elementwise, broadcast_to, source and reduce ops sharing one reduction axis set). "
           "Raises IRError naming the reason when the graph is not one kernel, CompileError when the C++ compiler "
           "fails. Releases the GIL while compiling (thread-safe: the runtime's cache serializes identical sources).")
+      .def_static(
+          "compile_many",
+          [](const std::vector<Graph>& graphs, int threads) {
+            std::vector<Kernel::Compiled> done;
+            {
+              nb::gil_scoped_release unlocked;
+              done = Kernel::compile_many(graphs, threads);
+            }
+            nb::list out;
+            for (auto& c : done) {
+              if (c.kernel)
+                out.append(nb::cast(c.kernel));
+              else
+                out.append(nb::cast(KernelFailure{c.error}));
+            }
+            return out;
+          },
+          nb::arg("graphs"), nb::arg("threads"),
+          "Compile several kernel graphs; returns per graph a Kernel or a KernelFailure (call raise_() to raise its "
+          "error). The uncached sources are compiled `threads` at a time, several kernels per C++ compiler run, and "
+          "identical kernels once (codegen/kernel.h Kernel::compile_many). Releases the GIL.")
       .def(
           "run",
           [](const Kernel& k, nb::handle inputs, nb::handle outputs) {

@@ -46,7 +46,8 @@ void bind_runtime(nb::module_& m) {
   nb::exception<CacheDirError>(m, "CacheDirError", PyExc_RuntimeError);
 
   nb::class_<CacheStats>(m, "CacheStats", "Kernel cache counters since start or reset_cache_stats()")
-      .def_ro("compiles", &CacheStats::compiles, "compiler runs")
+      .def_ro("compiles", &CacheStats::compiles, "kernel sources compiled (a batch of n counts n)")
+      .def_ro("compiler_runs", &CacheStats::compiler_runs, "C++ compiler processes run (one per batch)")
       .def_ro("disk_hits", &CacheStats::disk_hits, "modules loaded from the disk cache")
       .def_ro("memory_hits", &CacheStats::memory_hits, "modules already loaded in this process")
       .def_ro("rebuilt_corrupt", &CacheStats::rebuilt_corrupt, "disk entries found corrupt and rebuilt")
@@ -57,12 +58,14 @@ void bind_runtime(nb::module_& m) {
              d["disk_hits"] = s.disk_hits;
              d["memory_hits"] = s.memory_hits;
              d["rebuilt_corrupt"] = s.rebuilt_corrupt;
+             d["compiler_runs"] = s.compiler_runs;
              return d;
            })
       .def("__repr__", [](const CacheStats& s) {
         return "CacheStats(compiles=" + std::to_string(s.compiles) + ", disk_hits=" + std::to_string(s.disk_hits) +
                ", memory_hits=" + std::to_string(s.memory_hits) +
-               ", rebuilt_corrupt=" + std::to_string(s.rebuilt_corrupt) + ")";
+               ", rebuilt_corrupt=" + std::to_string(s.rebuilt_corrupt) +
+               ", compiler_runs=" + std::to_string(s.compiler_runs) + ")";
       });
   m.def("cache_stats", &cache_stats, "Kernel cache counters (compiles, disk_hits, memory_hits, rebuilt_corrupt)");
   m.def("reset_cache_stats", &reset_cache_stats, "Zero the kernel cache counters");

@@ -9,6 +9,7 @@
 #include "autofuse/codegen/cpu/jit.h"
 #include "autofuse/codegen/kernel_variant.h"
 #include "autofuse/ir/interpreter.h"
+#include "autofuse/runtime/hash.h"
 #include "autofuse/schedule/schedule.h"
 #include "autofuse/tiling/launch.h"
 #include "autofuse/tiling/rows_vector.h"
@@ -35,10 +36,14 @@ inline void stamp(int64_t LaunchStages::*field) {
             .count();
 }
 
-std::string sanitize(const std::string& s) {
-  std::string o;
-  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  return o.empty() ? "g" : o;
+/// g with positional names (graph "k", node i "v<i>"): what the compiled source is emitted from, so that it depends
+/// on the kernel's structure alone and identical groups of one model (its repeated layers) share one compiled module.
+/// Node ids are unchanged, so the loop nest and the outer plan stay valid for the copy.
+Graph positional_copy(const Graph& g) {
+  Graph c = g;
+  c.set_name("k");
+  for (size_t i = 0; i < c.size(); ++i) c.mutable_node(static_cast<ValueId>(i)).name = "v" + std::to_string(i);
+  return c;
 }
 
 }  // namespace
@@ -48,13 +53,12 @@ void record_launch_stages(LaunchStages* s) { t_stages = s; }
 Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer)
     : graph_(g), outer_(std::move(outer)), nest_(std::move(nest)) {
   name_ = g.name();
-  func_ = "af_" + sanitize(g.name());
   lanes_ = jit_lanes();
   precision_ = precision_policy_from_env();
   tiling_ = TilingFunction(body(), nest_, lanes_);
 }
 
-std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
+std::shared_ptr<Kernel> Kernel::build(const Graph& g) {
   std::shared_ptr<Kernel> k;
   if (loop_nest_unsupported_reason(g)) {
     std::string why;
@@ -65,16 +69,25 @@ std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
   } else {
     k.reset(new Kernel(g, build_loop_nest(g)));
   }
-  // Default stride class: unit-stride innermost, unless an input declares other strides.
-  std::vector<bool> unit(k->nest_.operands.size(), true);
-  for (int i = 0; i < k->nest_.num_inputs; ++i) {
-    const Node& nd = k->body().node(k->nest_.operands[static_cast<size_t>(i)]);
+  return k;
+}
+
+std::vector<bool> Kernel::default_unit_inner() const {
+  // Unit-stride innermost, unless an input declares other strides.
+  std::vector<bool> unit(nest_.operands.size(), true);
+  for (int i = 0; i < nest_.num_inputs; ++i) {
+    const Node& nd = body().node(nest_.operands[static_cast<size_t>(i)]);
     if (has_attr(nd.attrs, "strides") && !nd.shape.empty()) {
       const auto& st = attr_shape(nd.attrs, "strides");
       if (!st.empty() && st.back().as_const() != std::optional<int64_t>(1)) unit[static_cast<size_t>(i)] = false;
     }
   }
-  k->source_ = k->variant(unit)->source;
+  return unit;
+}
+
+std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
+  std::shared_ptr<Kernel> k = build(g);
+  k->source_ = k->variant(k->default_unit_inner())->source;
   return k;
 }
 
@@ -83,25 +96,49 @@ size_t Kernel::num_variants() const {
   return variants_.size();
 }
 
-std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner, bool rows_vector) const {
-  std::lock_guard<std::mutex> l(mu_);
-  const auto key = std::make_pair(rows_vector, unit_inner);
-  auto it = variants_.find(key);
-  if (it != variants_.end()) return it->second;
-  auto v = std::make_shared<Variant>();
+Kernel::VariantSource Kernel::variant_source(const std::vector<bool>& unit_inner, bool rows_vector) const {
   EmitOptions o;
   o.lanes = lanes_;
   o.unit_inner = unit_inner;
-  o.func_name = func_;
   o.precision = precision_;
+  o.outer = outer_.get();
   const LoopNest* nest = rows_vector ? (outer_ ? nullptr : tiling_.rows_vector_nest()) : &nest_;
   if (!nest) throw IRError("kernel " + name_ + ": no vector-rows variant (not an inner reduction with a kept axis)");
-  o.outer = outer_.get();
-  v->source = emit_cpu_kernel(body(), *nest, o);
-  v->jit = jit_compile(v->source, func_, name_);
+  // The entry point is named by a hash of the positional source, so identical kernels get identical sources (one
+  // compile, one cache entry) and different kernels different symbols (several can share one shared object).
+  const Graph canon = positional_copy(body());
+  o.func_name = "af_entry";
+  VariantSource vs;
+  vs.func = "af_" + sha256_hex(emit_cpu_kernel(canon, *nest, o)).substr(0, 20);
+  o.func_name = vs.func;
+  vs.compiled = emit_cpu_kernel(canon, *nest, o);
+  vs.readable = emit_cpu_kernel(body(), *nest, o);
+  return vs;
+}
+
+std::shared_ptr<const Kernel::Variant> Kernel::add_variant(const std::vector<bool>& unit_inner, bool rows_vector,
+                                                           VariantSource vs, JitKernel jit) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto key = std::make_pair(rows_vector, unit_inner);
+  auto it = variants_.find(key);
+  if (it != variants_.end()) return it->second;  // another thread finished the same variant first
+  auto v = std::make_shared<Variant>();
+  v->source = std::move(vs.readable);
+  v->jit = std::move(jit);
   v->fn = reinterpret_cast<KernelFn>(v->jit.entry);
   variants_[key] = v;
   return v;
+}
+
+std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner, bool rows_vector) const {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = variants_.find(std::make_pair(rows_vector, unit_inner));
+    if (it != variants_.end()) return it->second;
+  }
+  VariantSource vs = variant_source(unit_inner, rows_vector);
+  JitKernel jit = jit_compile(vs.compiled, vs.func, name_);
+  return add_variant(unit_inner, rows_vector, std::move(vs), std::move(jit));
 }
 
 Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {

@@ -2,6 +2,7 @@
 // tensors of any size of its shape class.
 #pragma once
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autofuse/codegen/cpu/jit.h"
 #include "autofuse/ir/graph.h"
 #include "autofuse/ir/precision.h"
 #include "autofuse/ir/tensor.h"
@@ -46,6 +48,17 @@ class Kernel {
   /// subclass carrying the compiler output) when the source does not compile.
   static std::shared_ptr<Kernel> compile(const Graph& g);
 
+  /// One graph's outcome in compile_many: the kernel, or the exception Kernel::compile would have thrown.
+  struct Compiled {
+    std::shared_ptr<Kernel> kernel;
+    std::exception_ptr error;
+  };
+  /// Kernel::compile for several graphs at once, results in order. The sources not yet cached are compiled
+  /// `threads` at a time in batches, several kernels per compiler run (runtime/cache.h compile_modules), which costs
+  /// far less than one run each; identical kernels (same structure, other names) are compiled once. One graph's
+  /// failure (IRError, CompileError) is returned in its slot and does not affect the others.
+  static std::vector<Compiled> compile_many(const std::vector<Graph>& graphs, int threads);
+
   /// Output sizes for these inputs. Throws IRError when an input's dtype, rank or sizes conflict with the graph.
   std::vector<std::vector<int64_t>> output_sizes(const std::vector<HostTensor>& inputs) const;
 
@@ -72,7 +85,21 @@ class Kernel {
 
  private:
   struct Variant;
+  /// A variant's generated code: `compiled` (emitted with positional names, entry point `func` named by its hash)
+  /// is what is compiled and cached; `readable` (the graph's own names in comments) is what source() shows.
+  struct VariantSource {
+    std::string func, compiled, readable;
+  };
   Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer = nullptr);
+  /// The Kernel object of g (loop nest or outer plan), nothing compiled. Throws IRError when g is not one kernel.
+  static std::shared_ptr<Kernel> build(const Graph& g);
+  /// The stride class compile() starts with: unit-stride innermost unless an input declares other strides.
+  std::vector<bool> default_unit_inner() const;
+  /// Emit a variant's sources (see VariantSource). Throws IRError when rows_vector has no nest.
+  VariantSource variant_source(const std::vector<bool>& unit_inner, bool rows_vector) const;
+  /// Record a compiled variant (or return the one another thread recorded first).
+  std::shared_ptr<const Variant> add_variant(const std::vector<bool>& unit_inner, bool rows_vector, VariantSource vs,
+                                             JitKernel jit) const;
   /// The compiled variant for a stride class, of the kernel's nest or (rows_vector) of the tiling function's
   /// vector-rows nest; compiled on first use.
   std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
@@ -86,7 +113,6 @@ class Kernel {
   std::shared_ptr<const OuterPlan> outer_;
   LoopNest nest_;
   std::string name_;
-  std::string func_;
   int lanes_ = 16;
   /// f16/bf16 rounding policy, read from AUTOFUSE_EMULATE_PRECISION_CASTS when the kernel is compiled; every later
   /// variant uses the same one.

@@ -81,7 +81,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-BandwidthResult measure_bandwidth(int64_t bytes_per_array, int threads, int reps) {
+BandwidthResult measure_bandwidth(int64_t bytes_per_array, int threads, int reps, double* read1_gbps) {
   const int64_t unit = 4096;
   threads = std::max(1, threads);
   int64_t bytes = std::max<int64_t>(unit * threads, bytes_per_array / unit * unit);
@@ -117,6 +117,16 @@ BandwidthResult measure_bandwidth(int64_t bytes_per_array, int threads, int reps
       t0 = std::chrono::steady_clock::now();
       each_slice([&](int64_t off, int64_t len) { k.copy(b.get() + off, a.get() + off, len, zero); });
       best.copy_gbps = std::max(best.copy_gbps, 2.0 * double(bytes) / seconds_since(t0) / 1e9);
+    }
+    if (read1_gbps != nullptr) {
+      // One thread reading the same (already faulted-in) buffer: no second allocation and first touch.
+      set_num_threads(1);
+      *read1_gbps = 0;
+      for (int r = 0; r < std::max(1, reps); ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        g_sink = k.read(a.get(), bytes);
+        *read1_gbps = std::max(*read1_gbps, double(bytes) / seconds_since(t0) / 1e9);
+      }
     }
   } catch (...) {
     set_num_threads(saved);

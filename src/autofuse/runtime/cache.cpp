@@ -14,6 +14,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "autofuse/runtime/cache_dir.h"
@@ -25,7 +26,7 @@ namespace {
 
 constexpr const char* kLayout = "v1";
 
-std::atomic<int64_t> g_compiles{0}, g_disk_hits{0}, g_memory_hits{0}, g_rebuilt{0};
+std::atomic<int64_t> g_compiles{0}, g_disk_hits{0}, g_memory_hits{0}, g_rebuilt{0}, g_compiler_runs{0};
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -125,9 +126,11 @@ std::string entry_dir_in(const std::string& dir, const std::string& key) {
   return dir + "/" + kLayout + "/kernels/" + key.substr(0, 2) + "/" + key;
 }
 
-std::string meta_text(const std::string& binary, const std::string& source_name) {
+/// An entry's meta file: binary size and checksum (verified on load), the source's file name, and how many kernel
+/// sources the binary was compiled from (1, or the size of its batch: compile_modules).
+std::string meta_text(const std::string& binary, const std::string& source_name, size_t batch = 1) {
   return "size " + std::to_string(binary.size()) + "\nchecksum " + std::to_string(checksum64(binary)) + "\nsource " +
-         source_name + "\n";
+         source_name + "\nbatch " + std::to_string(batch) + "\n";
 }
 
 /// True if entry/kernel.so matches the size and checksum recorded in entry/meta.
@@ -151,6 +154,7 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
     std::vector<std::string> includes;
     if (!include_dir.empty()) includes.push_back(include_dir);
     run_compiler(src, tmp + "/kernel.so", includes);
+    ++g_compiler_runs;
   } catch (const CompileError& e) {
     std::string kept = cache_subdir(std::string(kLayout) + "/failed") + "/" + hint + "-" + key.substr(0, 16) + ".cpp";
     if (::rename(src.c_str(), kept.c_str()) != 0)
@@ -162,29 +166,50 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
   return tmp;
 }
 
+/// The module of a verified disk entry, or null when there is none. An entry that fails verification (size,
+/// checksum, or dlopen) is moved out of the way atomically (a concurrent reader sees either it or nothing), counted
+/// in rebuilt_corrupt, and null is returned so the caller rebuilds it.
+std::shared_ptr<Module> load_entry(const std::string& dir, const std::string& key) {
+  std::string entry = entry_dir_in(dir, key);
+  struct stat st;
+  if (::stat(entry.c_str(), &st) != 0) return nullptr;
+  if (verify_entry(entry)) {
+    try {
+      auto m = Module::load(entry + "/kernel.so");
+      ++g_disk_hits;
+      return m;
+    } catch (const std::runtime_error&) {
+      // Falls through: a verified file that does not load is treated as corrupt too.
+    }
+  }
+  std::string trash = dir + "/" + kLayout + "/tmp/corrupt-" + key.substr(0, 16) + "-" + unique_suffix();
+  if (::rename(entry.c_str(), trash.c_str()) == 0) {
+    remove_tree(trash);
+    ++g_rebuilt;
+  }
+  return nullptr;
+}
+
+/// Installs the build directory `tmp` (kernel.so, meta, source) as the entry of `key` by one atomic rename. False
+/// when another thread or process installed the key first (tmp is then removed); throws CacheDirError otherwise.
+bool install_entry(const std::string& dir, const std::string& key, const std::string& tmp) {
+  std::string entry = entry_dir_in(dir, key);
+  make_private_dirs(entry.substr(0, entry.rfind('/')));
+  if (::rename(tmp.c_str(), entry.c_str()) == 0) return true;
+  int err = errno;
+  remove_tree(tmp);
+  if (err == ENOTEMPTY || err == EEXIST) return false;
+  throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err));
+}
+
 /// The disk-cache path of compile_module: verify and load an entry, or build and install one.
 std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string& key, const std::string& source,
                                       const std::string& hint, const std::string& include_dir, bool* hit) {
   std::string entry = entry_dir_in(dir, key);
   for (int attempt = 0; attempt < 3; ++attempt) {
-    struct stat st;
-    if (::stat(entry.c_str(), &st) == 0) {
-      if (verify_entry(entry)) {
-        try {
-          auto m = Module::load(entry + "/kernel.so");
-          ++g_disk_hits;
-          *hit = true;
-          return m;
-        } catch (const std::runtime_error&) {
-          // Falls through: a verified file that does not load is treated as corrupt too.
-        }
-      }
-      // Corrupt: move it out of the way atomically (a concurrent reader sees either it or nothing), then rebuild.
-      std::string trash = dir + "/" + kLayout + "/tmp/corrupt-" + key.substr(0, 16) + "-" + unique_suffix();
-      if (::rename(entry.c_str(), trash.c_str()) == 0) {
-        remove_tree(trash);
-        ++g_rebuilt;
-      }
+    if (auto m = load_entry(dir, key)) {
+      *hit = true;
+      return m;
     }
     std::string tmp = build_in_temp(source, hint, key, include_dir);
     std::string binary;
@@ -194,14 +219,7 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
     }
     write_file(tmp + "/meta", meta_text(binary, hint + ".cpp"));
     ++g_compiles;
-    make_private_dirs(entry.substr(0, entry.rfind('/')));
-    if (::rename(tmp.c_str(), entry.c_str()) != 0) {
-      int err = errno;
-      remove_tree(tmp);
-      // Another thread or process installed the same key first (ENOTEMPTY/EEXIST): use theirs.
-      if (err == ENOTEMPTY || err == EEXIST) continue;
-      throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err));
-    }
+    if (!install_entry(dir, key, tmp)) continue;  // another thread or process installed it first: use theirs
     *hit = false;
     return Module::load(entry + "/kernel.so");
   }
@@ -243,6 +261,120 @@ void sweep_stale_temporaries(const std::string& dir) {
 
 std::mutex g_mu;
 std::map<std::string, std::shared_future<std::shared_ptr<Module>>> g_loaded;  // cache_dir + "/" + key
+
+/// One distinct source of a compile_modules call and what became of it.
+struct BatchJob {
+  const ModuleRequest* req = nullptr;
+  std::string key, mkey, hint;
+  std::vector<size_t> slots;                         // the requests with this source
+  std::promise<std::shared_ptr<Module>> promise;     // set when this call owns the key (it is not loaded yet)
+  std::shared_future<std::shared_ptr<Module>> wait;  // set when another caller owns it
+  std::shared_ptr<Module> module;
+  bool hit = false;
+  std::exception_ptr error;
+};
+
+/// Compiles the jobs of one batch as one translation unit: their shared prefix once, then each job's rest in a
+/// namespace of its own, so helpers defined after the prefix do not collide (the extern "C" entry points keep their
+/// names). The binary is hard-linked into every job's entry (one inode: the dynamic loader maps it once, whichever
+/// entry a later process loads first). If the batch does not compile, each job is compiled alone, so an error is
+/// reported for the kernel that caused it and the others still load.
+void build_batch(const std::string& dir, const std::vector<BatchJob*>& batch, const std::string& include_dir) {
+  if (batch.size() == 1) {
+    BatchJob& j = *batch[0];
+    try {
+      j.module = load_or_build(dir, j.key, j.req->source, j.hint, include_dir, &j.hit);
+    } catch (...) {
+      j.error = std::current_exception();
+    }
+    return;
+  }
+  const size_t prefix = batch[0]->req->shared_prefix;
+  std::string tmp = cache_subdir(std::string(kLayout) + "/tmp") + "/batch-" + unique_suffix();
+  std::string binary;
+  try {
+    make_private_dirs(tmp);
+    std::string tu = batch[0]->req->source.substr(0, prefix);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      tu += "\nnamespace af_batch_" + std::to_string(i) + " {  // " + batch[i]->hint + "\n";
+      tu += batch[i]->req->source.substr(prefix);
+      tu += "\n}  // namespace af_batch_" + std::to_string(i) + "\n";
+    }
+    write_file(tmp + "/batch.cpp", tu);
+    std::vector<std::string> includes;
+    if (!include_dir.empty()) includes.push_back(include_dir);
+    run_compiler(tmp + "/batch.cpp", tmp + "/batch.so", includes);
+    ++g_compiler_runs;
+    if (!read_file(tmp + "/batch.so", &binary)) throw std::runtime_error("cannot read " + tmp + "/batch.so");
+  } catch (...) {
+    remove_tree(tmp);
+    for (BatchJob* j : batch) build_batch(dir, {j}, include_dir);
+    return;
+  }
+  g_compiles += static_cast<int64_t>(batch.size());
+  std::shared_ptr<Module> shared;
+  std::string first_entry;
+  for (BatchJob* j : batch) {
+    try {
+      std::string mtmp = cache_subdir(std::string(kLayout) + "/tmp") + "/member-" + unique_suffix();
+      make_private_dirs(mtmp);
+      if (::link((tmp + "/batch.so").c_str(), (mtmp + "/kernel.so").c_str()) != 0)
+        write_file(mtmp + "/kernel.so", binary);  // no hard links here: a copy
+      write_file(mtmp + "/" + j->hint + ".cpp", j->req->source);
+      write_file(mtmp + "/meta", meta_text(binary, j->hint + ".cpp", batch.size()));
+      if (install_entry(dir, j->key, mtmp) && first_entry.empty()) first_entry = entry_dir_in(dir, j->key);
+    } catch (...) {
+      j->error = std::current_exception();
+    }
+  }
+  try {
+    // Every job's symbol is in this binary, whether or not its own entry was installed by this call.
+    shared = Module::load(first_entry.empty() ? tmp + "/batch.so" : first_entry + "/kernel.so");
+  } catch (...) {
+    for (BatchJob* j : batch) j->error = std::current_exception();
+  }
+  for (BatchJob* j : batch) {
+    if (shared) {
+      j->module = shared;
+      j->error = nullptr;
+    }
+  }
+  remove_tree(tmp);  // the entries keep the binary (hard links or copies); a mapping outlives its file
+}
+
+/// Splits the jobs into batches for `threads` workers: jobs of one shared prefix together (none: alone), each group
+/// spread over at most `threads` batches, largest sources first onto the lightest batch (LPT), so the batches take
+/// about equally long. Batches are returned largest first.
+std::vector<std::vector<BatchJob*>> plan_batches(const std::vector<BatchJob*>& todo, int threads) {
+  std::map<std::string, std::vector<BatchJob*>> groups;
+  std::vector<std::vector<BatchJob*>> out;
+  for (BatchJob* j : todo) {
+    if (j->req->shared_prefix == 0 || j->req->shared_prefix > j->req->source.size())
+      out.push_back({j});
+    else
+      groups[j->req->source.substr(0, j->req->shared_prefix)].push_back(j);
+  }
+  auto cost = [](const BatchJob* j) { return j->req->source.size() - j->req->shared_prefix; };
+  for (auto& [prefix, jobs] : groups) {
+    std::sort(jobs.begin(), jobs.end(), [&](auto* a, auto* b) { return cost(a) > cost(b); });
+    const size_t n = std::min(jobs.size(), static_cast<size_t>(std::max(1, threads)));
+    std::vector<std::vector<BatchJob*>> bins(n);
+    std::vector<size_t> load(n, 0);
+    for (BatchJob* j : jobs) {
+      size_t b = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      bins[b].push_back(j);
+      load[b] += cost(j);
+    }
+    for (auto& b : bins) out.push_back(std::move(b));
+  }
+  auto total = [&](const std::vector<BatchJob*>& b) {
+    size_t t = 0;
+    for (auto* j : b) t += cost(j);
+    return t;
+  };
+  std::sort(out.begin(), out.end(), [&](auto& a, auto& b) { return total(a) > total(b); });
+  return out;
+}
 
 }  // namespace
 
@@ -294,8 +426,125 @@ CompileResult compile_module(const std::string& source, const std::string& name_
   }
 }
 
+std::vector<ModuleOutcome> compile_modules(const std::vector<ModuleRequest>& requests, int threads) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::vector<ModuleOutcome> out(requests.size());
+  if (requests.empty()) return out;
+  threads = std::max(1, threads);
+  if (env_flag("AUTOFUSE_FORCE_DISABLE_CACHES")) {  // no cache entries to share: one compile each, as compile_module
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < requests.size();) {
+        try {
+          out[i].result = compile_module(requests[i].source, requests[i].name_hint);
+        } catch (...) {
+          out[i].error = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    return out;
+  }
+  std::string dir, include_dir;
+  HeaderSet headers;
+  std::vector<BatchJob> jobs;
+  jobs.reserve(requests.size());
+  try {
+    dir = cache_dir();
+    sweep_stale_temporaries(dir);
+    headers = load_headers();
+    include_dir = install_headers(headers);
+    std::map<std::string, size_t> by_key;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      std::string key = compute_key(requests[i].source, headers);
+      auto [it, fresh] = by_key.emplace(key, jobs.size());
+      if (fresh) {
+        jobs.emplace_back();
+        jobs.back().req = &requests[i];
+        jobs.back().key = key;
+        jobs.back().mkey = dir + "/" + key;
+        jobs.back().hint = sanitize_hint(requests[i].name_hint);
+      }
+      jobs[it->second].slots.push_back(i);
+    }
+  } catch (...) {
+    for (auto& o : out) o.error = std::current_exception();
+    return out;
+  }
+  // Claim each key in the in-memory map (or find who owns it), then look for the owned ones on disk.
+  std::vector<BatchJob*> todo;
+  for (BatchJob& j : jobs) {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      auto it = g_loaded.find(j.mkey);
+      if (it != g_loaded.end()) {
+        j.wait = it->second;
+        continue;
+      }
+      g_loaded.emplace(j.mkey, j.promise.get_future().share());
+    }
+    try {
+      if ((j.module = load_entry(dir, j.key))) {
+        j.hit = true;
+        continue;
+      }
+    } catch (...) {
+      j.error = std::current_exception();
+      continue;
+    }
+    todo.push_back(&j);
+  }
+  std::vector<std::vector<BatchJob*>> batches = plan_batches(todo, threads);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t b; (b = next++) < batches.size();) build_batch(dir, batches[b], include_dir);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < std::min(batches.size(), static_cast<size_t>(threads)); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  // Publish the owned keys (errors are forgotten, so a later call retries), then wait for the others.
+  for (BatchJob& j : jobs) {
+    if (j.wait.valid()) continue;
+    if (j.module) {
+      j.promise.set_value(j.module);
+    } else {
+      if (!j.error) j.error = std::make_exception_ptr(std::runtime_error("kernel '" + j.hint + "' was not built"));
+      {
+        std::lock_guard<std::mutex> lock(g_mu);
+        g_loaded.erase(j.mkey);
+      }
+      j.promise.set_exception(j.error);
+    }
+  }
+  for (BatchJob& j : jobs) {
+    if (j.wait.valid()) {
+      try {
+        j.module = j.wait.get();
+        j.hit = true;
+        ++g_memory_hits;
+      } catch (...) {
+        j.error = std::current_exception();
+      }
+    }
+    const double seconds = elapsed();
+    for (size_t i : j.slots) {
+      if (j.module)
+        out[i].result = CompileResult{j.module, j.hit, seconds};
+      else
+        out[i].error = j.error;
+    }
+  }
+  return out;
+}
+
 CacheStats cache_stats() {
-  return CacheStats{g_compiles.load(), g_disk_hits.load(), g_memory_hits.load(), g_rebuilt.load()};
+  return CacheStats{g_compiles.load(), g_disk_hits.load(), g_memory_hits.load(), g_rebuilt.load(),
+                    g_compiler_runs.load()};
 }
 
 void reset_cache_stats() {
@@ -303,6 +552,7 @@ void reset_cache_stats() {
   g_disk_hits = 0;
   g_memory_hits = 0;
   g_rebuilt = 0;
+  g_compiler_runs = 0;
 }
 
 void clear_memory_cache() {

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "autofuse/runtime/compiler.h"
 #include "autofuse/runtime/module.h"
@@ -18,11 +20,11 @@ struct CompileResult {
   double seconds = 0;
 };
 
-/// Process-wide counters since start or the last reset_cache_stats(): compiler runs, loads from disk, modules
-/// found already loaded in this process, and disk entries found corrupt (bad size/checksum, or dlopen failed)
-/// and rebuilt.
+/// Process-wide counters since start or the last reset_cache_stats(): kernel sources compiled (a batch of n sources
+/// compiled in one compiler run counts n), loads from disk, modules found already loaded in this process, disk
+/// entries found corrupt (bad size/checksum, or dlopen failed) and rebuilt, and compiler processes run.
 struct CacheStats {
-  int64_t compiles = 0, disk_hits = 0, memory_hits = 0, rebuilt_corrupt = 0;
+  int64_t compiles = 0, disk_hits = 0, memory_hits = 0, rebuilt_corrupt = 0, compiler_runs = 0;
 };
 
 /// Compiles C++ source into a shared object and loads it. The cache key hashes (SHA-256) everything that affects
@@ -34,6 +36,33 @@ struct CacheStats {
 /// AUTOFUSE_FORCE_DISABLE_CACHES=1 skips both caches and compiles afresh.
 /// Throws CompileError (compiler output, kept source path), CacheDirError, or std::runtime_error if loading fails.
 CompileResult compile_module(const std::string& source, const std::string& name_hint);
+
+/// One source for compile_modules. `shared_prefix`: how many leading bytes of `source` are a preamble that other
+/// requests may share (0: none); requests whose preambles are byte-identical may be compiled in one translation unit,
+/// so the rest of each source must be valid C++ inside a namespace of its own and their extern "C" names distinct.
+struct ModuleRequest {
+  std::string source;
+  std::string name_hint;
+  size_t shared_prefix = 0;
+};
+
+/// compile_modules' outcome for one request: the result, or the exception compile_module would have thrown.
+struct ModuleOutcome {
+  CompileResult result;
+  std::exception_ptr error;
+};
+
+/// compile_module for several sources at once, outcomes in request order. Each source keeps its own cache entry,
+/// keyed exactly as compile_module keys it, so either function finds what the other built. Sources found in neither
+/// cache are compiled on `threads` threads, in batches: requests with the same preamble (shared_prefix) go into at
+/// most `threads` translation units, the preamble parsed once per unit, each source's rest in its own namespace
+/// (one compiler run per batch instead of per source, and the inline helpers of the preamble are compiled once per
+/// unit). The batch's binary is stored, by hard link, as every member's kernel.so (meta records the batch size),
+/// so a later process loading any member maps the whole batch once. A batch that fails to compile is retried one
+/// source at a time, so each error belongs to the source that caused it. Identical sources are compiled once;
+/// sources being compiled by another thread of this process are waited for. CompileResult::seconds is the time of
+/// the whole call. cache_stats(): `compiles` counts sources, `compiler_runs` batches.
+std::vector<ModuleOutcome> compile_modules(const std::vector<ModuleRequest>& requests, int threads);
 
 /// The cache key compile_module would use for this source now (64 hex chars).
 std::string module_cache_key(const std::string& source);

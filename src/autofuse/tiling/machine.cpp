@@ -70,13 +70,16 @@ int64_t dram_probe_bytes(const MachineInfo& m) {
 
 void measure(MachineInfo* m) {
   m->probe_threads = std::max(1, m->physical_cores);
-  BandwidthResult bw = measure_bandwidth(dram_probe_bytes(*m), m->probe_threads, 3);
+  // One thread alone (read1): on many machines (and VMs) a single core already draws most of the DRAM bandwidth, so
+  // a split of one long row over all cores gains little; the cost model needs this figure to see that. Measured on
+  // the same buffers (one allocation and first touch for both figures).
+  double read1 = 0;
+  BandwidthResult bw =
+      measure_bandwidth(dram_probe_bytes(*m), m->probe_threads, 3, m->probe_threads > 1 ? &read1 : nullptr);
   m->read_gbps = bw.read_gbps;
   m->write_gbps = bw.write_gbps;
   m->copy_gbps = bw.copy_gbps;
-  // One thread alone: on many machines (and VMs) a single core already draws most of the DRAM bandwidth, so a split
-  // of one long row over all cores gains little; the cost model needs this figure to see that.
-  m->read1_gbps = m->probe_threads > 1 ? measure_bandwidth(dram_probe_bytes(*m), 1, 3).read_gbps : bw.read_gbps;
+  m->read1_gbps = m->probe_threads > 1 ? read1 : bw.read_gbps;
   const int64_t total = int64_t(512) << 20;
   if (m->l1d_bytes > 0) m->l1_read_gbps = measure_cache_read_gbps(m->l1d_bytes / 2, total);
   if (m->l2_bytes > 0) m->l2_read_gbps = measure_cache_read_gbps(m->l2_bytes / 2, total);
