@@ -193,6 +193,22 @@ TEST(Tiling, SplitChosenForFewLongRowsAndNotForManyRows) {
   EXPECT_FALSE(soft->tiling().splittable());
 }
 
+TEST(Tiling, TranscendentalRowsUseEveryThreadSooner) {
+  // tanh over f32[32, 3072]: the default grain (64K elements per task) keeps 98K elements on one thread; the cost
+  // model splits a compute-bound kernel over both threads, and leaves a memory-bound add of the same size alone.
+  Restore restore;
+  set_num_threads(2);
+  auto tanh_k = Kernel::compile(parse_graph("graph t(%x: f32[s0, s1]) {\n  %y = tanh(%x)\n  return %y\n}\n"));
+  TilingDecision t = tanh_k->tiling().decide({32, 3072});
+  const Schedule ts = t.pick().schedule;
+  EXPECT_EQ(t.pick().kind, TilingKind::Rows) << t.describe();
+  EXPECT_GE(ts.rows / ts.grain, 2) << t.describe();  // parallel_for runs rows / grain chunks at most
+  auto add_k = Kernel::compile(parse_graph("graph a(%x: f32[s0, s1]) {\n  %y = add(%x, %x)\n  return %y\n}\n"));
+  TilingDecision a = add_k->tiling().decide({32, 3072});
+  EXPECT_EQ(a.pick().schedule.grain, choose_schedule(add_k->loop_nest(), {32, 3072}, add_k->lanes()).grain)
+      << a.describe();
+}
+
 TEST(Tiling, StaticShapesAreFolded) {
   Restore restore;
   auto k = Kernel::compile(
