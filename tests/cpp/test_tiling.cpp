@@ -219,6 +219,28 @@ TEST(Tiling, StaticShapesAreFolded) {
   EXPECT_FALSE(k->tiling().decide({64, 1000}).folded);
 }
 
+TEST(Tiling, RepeatedSizesReuseTheLastDecision) {
+  // The memo must give the decision decide_uncached would (same sizes and threads), follow a change of either, and
+  // never hide a forced kind.
+  Restore restore;
+  set_num_threads(8);
+  auto k = Kernel::compile(parse_graph(kGraphs[0]));
+  const TilingDecision a = k->tiling().decide({1, 1 << 24});
+  const TilingDecision b = k->tiling().decide({1, 1 << 24});
+  EXPECT_EQ(a.describe(), b.describe());
+  EXPECT_EQ(b.pick().kind, TilingKind::Split) << b.describe();
+  const TilingDecision many = k->tiling().decide({1 << 20, 16});
+  EXPECT_NE(many.describe(), a.describe());
+  set_num_threads(1);  // one thread: no split candidate at all
+  const TilingDecision one = k->tiling().decide({1, 1 << 24});
+  EXPECT_NE(one.pick().kind, TilingKind::Split) << one.describe();
+  set_num_threads(8);
+  force_tiling_kind(TilingKind::Rows);
+  EXPECT_EQ(k->tiling().decide({1, 1 << 24}).pick().kind, TilingKind::Rows);
+  force_tiling_kind(std::nullopt);
+  EXPECT_EQ(k->tiling().decide({1, 1 << 24}).pick().kind, TilingKind::Split);
+}
+
 TEST(Tiling, CostModelBasics) {
   CostParams p;
   p.threads = 4;

@@ -170,9 +170,25 @@ WorkShape TilingFunction::work_shape(const std::vector<int64_t>& sizes, const Sc
 TilingDecision TilingFunction::decide(const std::vector<int64_t>& sizes) const {
   const int threads = get_num_threads();
   if (folded_ && threads == folded_threads_ && sizes == folded_sizes_ && !g_forced) return *folded_;
-  CostParams p = params_;
-  p.threads = threads;
-  TilingDecision d = decide_uncached(sizes, p);
+  std::optional<TilingDecision> memo;
+  if (!g_forced && memo_) {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    if (memo_->decision && memo_->threads == threads && memo_->sizes == sizes) memo = memo_->decision;
+  }
+  TilingDecision d;
+  if (memo) {
+    d = std::move(*memo);
+  } else {
+    CostParams p = params_;
+    p.threads = threads;
+    d = decide_uncached(sizes, p);
+    if (!g_forced && memo_) {
+      std::lock_guard<std::mutex> lock(memo_->mu);
+      memo_->sizes = sizes;
+      memo_->threads = threads;
+      memo_->decision = d;
+    }
+  }
   if (debug_enabled()) {
     std::ostringstream o;
     for (size_t i = 0; i < sizes.size(); ++i) o << (i ? "," : "") << sizes[i];

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,6 +99,16 @@ class TilingFunction {
   std::vector<int64_t> folded_sizes_;        // the static domain (empty when dynamic)
   std::optional<TilingDecision> folded_;
   int folded_threads_ = 0;
+  /// The last decision made for sizes other than the folded ones (a static kernel fed strided views merges its
+  /// domain differently from the contiguous fold, so without this every launch re-ran the cost model: about 1.5 us).
+  /// Shared by copies, which decide alike; guarded by its mutex (kernels may launch from several threads).
+  struct Memo {
+    std::mutex mu;
+    std::vector<int64_t> sizes;
+    int threads = 0;
+    std::optional<TilingDecision> decision;
+  };
+  std::shared_ptr<Memo> memo_ = std::make_shared<Memo>();
 };
 
 }  // namespace autofuse
