@@ -148,6 +148,11 @@ def lookup_lowering(target) -> Optional[Callable]:
     return fn
 
 
+#: IR layout ops the program may run as views of their input (program.host_expr): outputs reached through them share
+#: their input's storage.
+_VIEW_OPS = frozenset({"reshape", "permute", "slice", "broadcast_to"})
+
+
 class Lowerer:
     """Builds a LoweredGraph from an FX GraphModule; the helpers below are the API of the lowering functions."""
 
@@ -424,16 +429,19 @@ class Lowerer:
 
     def _output(self, node: torch.fx.Node) -> None:
         g = self.g
-        seen: Dict[int, torch.fx.Node] = {}  # output value -> the first FX node returning it
+        seen: Dict[int, torch.fx.Node] = {}  # storage root of an output value -> the first FX node returning it
         for a in _flatten(node.args[0]) if isinstance(node.args[0], (list, tuple)) else [node.args[0]]:
             if isinstance(a, torch.fx.Node):
                 if a in g.sym_nodes:
                     g.outputs.append(("sym", g.sym_nodes[a]))
                 elif isinstance(g.fx_value.get(a), int):
                     v = g.fx_value[a]
-                    if v in self._input_free and seen.setdefault(v, a) is not a:
-                        # two FX outputs that add() merged (input-free duplicates) are two tensors in eager: a copy,
-                        # appended directly (add() would merge the copies too)
+                    root = v
+                    while g.nodes[root].op in _VIEW_OPS:  # a view of a merged node shares its storage too
+                        root = next(u for u in g.nodes[root].inputs if g.nodes[u].op != "constant")
+                    if root in self._input_free and seen.setdefault(root, a) is not a:
+                        # two FX outputs whose storage add() merged (input-free duplicates, or views of them) are
+                        # separate tensors in eager: a copy, appended directly (add() would merge the copies too)
                         n, one = g.nodes[v], self.constant(1, g.nodes[v].dtype)
                         g.nodes.append(LNode("mul", [v, one], {}, n.dtype, n.shape, f"v{len(g.nodes)}"))
                         v = len(g.nodes) - 1

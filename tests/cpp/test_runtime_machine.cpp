@@ -40,7 +40,10 @@ TEST(RuntimeMachine, BandwidthIsCachedPerMachine) {
   char tmpl[] = "/tmp/autofuse-test-machine-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
-  ::setenv("AUTOFUSE_CACHE_DIR", dir.c_str(), 1);
+  // The machine file follows AUTOFUSE_MACHINE_DIR, not the kernel cache's AUTOFUSE_CACHE_DIR (a small probe must
+  // never land in the user's real machine directory).
+  ::setenv("AUTOFUSE_CACHE_DIR", (dir + "/kernels").c_str(), 1);
+  ::setenv("AUTOFUSE_MACHINE_DIR", (dir + "/machine").c_str(), 1);
   ::setenv("AUTOFUSE_PROBE_MB", "8", 1);
   MachineInfo probed = load_machine_info(true);
   EXPECT_EQ(probed.bandwidth_source, "probe");
@@ -53,7 +56,9 @@ TEST(RuntimeMachine, BandwidthIsCachedPerMachine) {
   EXPECT_NEAR(cached.copy_gbps, probed.copy_gbps, 1e-3);
   EXPECT_NEAR(cached.l2_read_gbps, probed.l2_read_gbps, 1e-3);
   EXPECT_NE(describe_machine(cached).find("DRAM copy"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/kernels/machine"));
   ::unsetenv("AUTOFUSE_PROBE_MB");
+  ::unsetenv("AUTOFUSE_MACHINE_DIR");
   ::unsetenv("AUTOFUSE_CACHE_DIR");
   std::filesystem::remove_all(dir);
 }

@@ -50,3 +50,22 @@ def test_merged_outputs_stay_distinct_tensors(monkeypatch):
     assert b.data_ptr() != c.data_ptr()
     b.add_(1)
     assert torch.equal(c, ec)
+
+
+def views_of_merged(x):
+    a, b = torch.arange(4), torch.arange(4)
+    m, n = torch.zeros(3, 3), torch.zeros(3, 3)
+    return a, b.view(2, 2), m, n.t(), x + 1
+
+
+def test_views_of_merged_outputs_stay_distinct_tensors(monkeypatch):
+    # the new-user review of session 5: b.view(2, 2) shared a's storage (a.add_ changed it); n.t() shared m's
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    x = torch.randn(3)
+    (a, b, m, n, y), _ = _compile(views_of_merged, x)
+    ea, eb, em, en, ey = views_of_merged(x)
+    assert torch.equal(a, ea) and torch.equal(b, eb) and torch.equal(m, em) and torch.equal(n, en)
+    torch.testing.assert_close(y, ey)
+    a.add_(100)
+    m.fill_(5)
+    assert torch.equal(b, eb) and torch.equal(n, en)

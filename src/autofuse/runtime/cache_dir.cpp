@@ -25,17 +25,20 @@ void make_private_dirs(const std::string& path) {
   }
 }
 
-std::string cache_dir() {
-  std::string dir;
-  if (const char* env = std::getenv("AUTOFUSE_CACHE_DIR"); env != nullptr && *env != '\0') {
-    dir = env;
-  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    dir = std::string(xdg) + "/autofuse";
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    dir = std::string(home) + "/.cache/autofuse";
-  } else {
-    throw CacheDirError("no cache directory: set AUTOFUSE_CACHE_DIR (HOME and XDG_CACHE_HOME are unset)");
-  }
+namespace {
+
+/// The per-user cache root: $XDG_CACHE_HOME/autofuse, else $HOME/.cache/autofuse; "" when neither is set.
+std::string user_cache_root() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::string(xdg) + "/autofuse";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return std::string(home) + "/.cache/autofuse";
+  return "";
+}
+
+/// `dir` created if missing (mode 0700) and checked: a directory owned by the current user, not writable by group or
+/// others. Throws CacheDirError naming the directory otherwise.
+std::string checked_private_dir(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
@@ -56,6 +59,24 @@ std::string cache_dir() {
                         std::to_string(st.st_mode & 7) + "); run chmod 700 on it or set AUTOFUSE_CACHE_DIR");
   }
   return dir;
+}
+
+}  // namespace
+
+std::string cache_dir() {
+  if (const char* env = std::getenv("AUTOFUSE_CACHE_DIR"); env != nullptr && *env != '\0')
+    return checked_private_dir(env);
+  const std::string root = user_cache_root();
+  if (root.empty())
+    throw CacheDirError("no cache directory: set AUTOFUSE_CACHE_DIR (HOME and XDG_CACHE_HOME are unset)");
+  return checked_private_dir(root);
+}
+
+std::string machine_dir() {
+  if (const char* env = std::getenv("AUTOFUSE_MACHINE_DIR"); env != nullptr && *env != '\0')
+    return checked_private_dir(env);
+  const std::string root = user_cache_root();
+  return root.empty() ? cache_subdir("machine") : checked_private_dir(root + "/machine");
 }
 
 std::string cache_subdir(const std::string& sub) {

@@ -16,8 +16,15 @@ class CacheDirError : public std::runtime_error {
 /// $AUTOFUSE_CACHE_DIR, else $XDG_CACHE_HOME/autofuse, else $HOME/.cache/autofuse. Throws CacheDirError when the
 /// directory is owned by another user or writable by group or others (anyone could plant code there), or is not a
 /// directory. Layout below it: v1/kernels/<key[0:2]>/<key>/ (entries), v1/include/<hash>/ (helper headers),
-/// v1/tmp/ (builds in progress), v1/failed/ (sources that did not compile), machine/ (machine-model probes).
+/// v1/tmp/ (builds in progress), v1/failed/ (sources that did not compile).
 std::string cache_dir();
+
+/// Where the machine model's probe results live (tiling/machine.h), created and checked like cache_dir():
+/// $AUTOFUSE_MACHINE_DIR, else the per-user root's machine/ ($XDG_CACHE_HOME/autofuse/machine or
+/// $HOME/.cache/autofuse/machine) even when AUTOFUSE_CACHE_DIR moves the kernel cache, else cache_dir()/machine.
+/// Bandwidth is a fact of the machine, not of a kernel cache: an empty kernel cache does not re-run the probe.
+/// Throws CacheDirError.
+std::string machine_dir();
 
 /// `cache_dir() + "/" + sub`, creating the subdirectory (mode 0700) if missing. Throws CacheDirError on failure.
 std::string cache_subdir(const std::string& sub);

@@ -132,7 +132,7 @@ void fill_bandwidth(MachineInfo* m, bool force) {
   }
   std::string path;
   try {
-    path = cache_subdir("machine") + "/" + fingerprint(*m) + ".txt";
+    path = machine_dir() + "/" + fingerprint(*m) + ".txt";
   } catch (const std::exception& e) {
     path.clear();
     m->bandwidth_source = std::string("not cached: ") + e.what();
