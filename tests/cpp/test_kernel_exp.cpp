@@ -13,29 +13,14 @@
 
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/parser.h"
+#include "float_bits_util.h"
 
 namespace autofuse {
 namespace {
 
-float bits_to_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t float_to_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-/// The spacing of floats at the float nearest to r (subnormal spacing below 2^-126; FLT_MAX's spacing above it).
-double ulp_at(double r) {
-  const double a = std::min(std::fabs(r), static_cast<double>(std::numeric_limits<float>::max()));
-  if (a < std::ldexp(1.0, -126)) return std::ldexp(1.0, -149);
-  int e = 0;
-  std::frexp(static_cast<double>(static_cast<float>(a)), &e);
-  return std::ldexp(1.0, e - 24);
-}
+using testing_float::bits_to_float;
+using testing_float::float_to_bits;
+using testing_float::ulp_at;
 
 /// Run the one-input f32 kernel `text` on `xs` (a [n] tensor) and return its output.
 std::vector<float> run_f32(const std::string& text, const std::vector<float>& xs) {
