@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace autofuse::testing_float {
 
@@ -30,6 +32,26 @@ inline double ulp_at(double r) {
   int e = 0;
   std::frexp(static_cast<double>(static_cast<float>(a)), &e);
   return std::ldexp(1.0, e - 24);
+}
+
+/// The sweep step: every step-th bit pattern; the environment variable `env` (a positive integer) overrides 256
+/// (16.8M inputs; 1 runs all 2^32).
+inline uint64_t sweep_step(const char* env) {
+  if (const char* e = std::getenv(env); e != nullptr && std::atoll(e) > 0) return static_cast<uint64_t>(std::atoll(e));
+  return 256;
+}
+
+/// Calls fn(xs) with every step-th f32 bit pattern in order, in chunks of at most 2^24 floats.
+template <class Fn>
+void for_each_pattern_chunk(uint64_t step, Fn&& fn) {
+  const uint64_t chunk = 1 << 24;
+  std::vector<float> xs;
+  for (uint64_t base = 0; base < (1ull << 32); base += chunk * step) {
+    xs.clear();
+    for (uint64_t b = base; b < std::min<uint64_t>(1ull << 32, base + chunk * step); b += step)
+      xs.push_back(bits_to_float(static_cast<uint32_t>(b)));
+    fn(xs);
+  }
 }
 
 }  // namespace autofuse::testing_float

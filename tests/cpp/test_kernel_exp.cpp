@@ -37,17 +37,11 @@ const char* kExp = "graph e(%x: f32[s0]) {\n  %y = exp(%x)\n  return %y\n}";
 
 TEST(KernelExp, DenseSweepWithinOneUlp) {
   // Every step-th bit pattern (step 256: 16.8M inputs; AUTOFUSE_EXP_SWEEP_STEP=1 runs all 2^32 in chunks).
-  uint64_t step = 256;
-  if (const char* e = std::getenv("AUTOFUSE_EXP_SWEEP_STEP"); e != nullptr && std::atoll(e) > 0) step = std::atoll(e);
-  const uint64_t chunk = 1 << 24;
+  const uint64_t step = testing_float::sweep_step("AUTOFUSE_EXP_SWEEP_STEP");
   double max_err = 0;
   uint32_t worst = 0;
   uint64_t checked = 0;
-  std::vector<float> xs;
-  for (uint64_t base = 0; base < (1ull << 32); base += chunk * step) {
-    xs.clear();
-    for (uint64_t b = base; b < std::min<uint64_t>(1ull << 32, base + chunk * step); b += step)
-      xs.push_back(bits_to_float(static_cast<uint32_t>(b)));
+  testing_float::for_each_pattern_chunk(step, [&](const std::vector<float>& xs) {
     const std::vector<float> ys = run_f32(kExp, xs);
     for (size_t i = 0; i < xs.size(); ++i) {
       const float x = xs[i], y = ys[i];
@@ -68,7 +62,7 @@ TEST(KernelExp, DenseSweepWithinOneUlp) {
         worst = float_to_bits(x);
       }
     }
-  }
+  });
   std::printf("exp: %llu inputs (step %llu), max error %.4f ulp at %a\n", static_cast<unsigned long long>(checked),
               static_cast<unsigned long long>(step), max_err, static_cast<double>(bits_to_float(worst)));
   EXPECT_GT(checked, (1ull << 32) / step / 2);

@@ -39,18 +39,12 @@ class UnaryKernel {
 /// Max error in ulps of `op` against `ref` over every step-th bit pattern (AUTOFUSE_MATH_SWEEP_STEP overrides 256);
 /// a NaN input must give NaN, and no finite input may give inf or NaN.
 double sweep_max_ulp(const std::string& op, double (*ref)(double)) {
-  uint64_t step = 256;
-  if (const char* e = std::getenv("AUTOFUSE_MATH_SWEEP_STEP"); e != nullptr && std::atoll(e) > 0) step = std::atoll(e);
+  const uint64_t step = testing_float::sweep_step("AUTOFUSE_MATH_SWEEP_STEP");
   const UnaryKernel k(op);
-  const uint64_t chunk = 1 << 24;
   double max_err = 0;
   float worst = 0;
   uint64_t checked = 0;
-  std::vector<float> xs;
-  for (uint64_t base = 0; base < (1ull << 32); base += chunk * step) {
-    xs.clear();
-    for (uint64_t b = base; b < std::min<uint64_t>(1ull << 32, base + chunk * step); b += step)
-      xs.push_back(bits_to_float(static_cast<uint32_t>(b)));
+  testing_float::for_each_pattern_chunk(step, [&](const std::vector<float>& xs) {
     const std::vector<float> ys = k(xs);
     for (size_t i = 0; i < xs.size(); ++i) {
       const float x = xs[i], y = ys[i];
@@ -70,7 +64,7 @@ double sweep_max_ulp(const std::string& op, double (*ref)(double)) {
         worst = x;
       }
     }
-  }
+  });
   std::printf("%s: %llu inputs (step %llu), max error %.4f ulp at %a\n", op.c_str(),
               static_cast<unsigned long long>(checked), static_cast<unsigned long long>(step), max_err,
               static_cast<double>(worst));

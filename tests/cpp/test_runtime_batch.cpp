@@ -13,28 +13,12 @@
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/parser.h"
 #include "autofuse/runtime/cache.h"
+#include "cache_test_util.h"
 
 namespace autofuse {
 namespace {
 
-class RuntimeBatch : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/autofuse-test-batch-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ::setenv("AUTOFUSE_CACHE_DIR", dir_.c_str(), 1);
-    ::unsetenv("AUTOFUSE_FORCE_DISABLE_CACHES");
-    clear_memory_cache();
-    reset_cache_stats();
-  }
-  void TearDown() override {
-    clear_memory_cache();
-    std::filesystem::remove_all(dir_);
-    ::unsetenv("AUTOFUSE_CACHE_DIR");
-  }
-  std::string dir_;
-};
+class RuntimeBatch : public FreshCacheDirTest {};
 
 /// A shared preamble and a per-source rest: a helper of the same name in each rest (legal only in a namespace of its
 /// own), and an entry point af_v<value> returning x + value * helper().

@@ -14,30 +14,12 @@
 #include "autofuse/runtime/cache_dir.h"
 #include "autofuse/runtime/hash.h"
 #include "autofuse/runtime/isa.h"
+#include "cache_test_util.h"
 
 namespace autofuse {
 namespace {
 
-/// Each test gets a fresh private cache directory, and the process-wide counters and loaded-module map are reset.
-class RuntimeCache : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/autofuse-test-cache-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ::setenv("AUTOFUSE_CACHE_DIR", dir_.c_str(), 1);
-    ::unsetenv("AUTOFUSE_FORCE_DISABLE_CACHES");
-    clear_memory_cache();
-    reset_cache_stats();
-  }
-  void TearDown() override {
-    clear_memory_cache();
-    std::filesystem::remove_all(dir_);
-    ::unsetenv("AUTOFUSE_CACHE_DIR");
-    ::unsetenv("AUTOFUSE_FORCE_DISABLE_CACHES");
-  }
-  std::string dir_;
-};
+class RuntimeCache : public FreshCacheDirTest {};
 
 /// A kernel source whose function returns `value`; distinct values give distinct cache keys.
 std::string adder_source(int value) {
