@@ -3,9 +3,9 @@
 
 #include <nanobind/stl/string.h>
 
-#include "torch_direct.h"
-
 #include <memory>
+
+#include "torch_direct.h"
 
 namespace autofuse::bindings {
 
@@ -291,7 +291,8 @@ HostTensor imported_host_tensor(nb::handle obj, bool writable, const char* what)
 // Item i of a list or tuple (either type, subclasses included), borrowed from the sequence.
 nb::handle seq_item(nb::handle seq, size_t i) {
   const auto k = static_cast<Py_ssize_t>(i);
-  return PyList_Check(seq.ptr()) ? nb::handle(PyList_GET_ITEM(seq.ptr(), k)) : nb::handle(PyTuple_GET_ITEM(seq.ptr(), k));
+  return PyList_Check(seq.ptr()) ? nb::handle(PyList_GET_ITEM(seq.ptr(), k))
+                                 : nb::handle(PyTuple_GET_ITEM(seq.ptr(), k));
 }
 
 }  // namespace
