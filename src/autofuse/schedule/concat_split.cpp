@@ -94,10 +94,19 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
       any_local[static_cast<size_t>(u)] = true;
     }
   }
-  // 3. A value as wide as a segment may only be read by values of that segment (or by the concat itself).
+  // 3. A value as wide as a segment may only be read by values of that segment (or by the concat itself); every
+  //    other value spans the whole concat axis (the concat's width N) or is broadcast along it.
+  const Node& c0 = g.node(concats[0]);
+  const Expr total = c0.shape[static_cast<size_t>(dim_of_axis(static_cast<int>(c0.shape.size()), r, D))];
   for (size_t i = 0; i < n; ++i) {
     const Node& nd = g.node(static_cast<ValueId>(i));
     if (nd.op == OpKind::Concat || any_local[i]) continue;
+    if (!broadcast_along(static_cast<ValueId>(i))) {
+      const Expr& w = nd.shape[static_cast<size_t>(dim_of_axis(static_cast<int>(nd.shape.size()), r, D))];
+      if (sym_eq(w, total) != Tri::True)
+        return fail(where(static_cast<ValueId>(i)) + " has size " + w.str() + " along the concat axis, neither " +
+                    "the concat's " + total.str() + " nor 1");
+    }
     for (ValueId u : nd.inputs)
       if (any_local[static_cast<size_t>(u)] && !broadcast_along(u))
         return fail(where(u) + " is part of a concat source and is also read by " + where(static_cast<ValueId>(i)) +
