@@ -136,18 +136,28 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
     }
     ConcatSegment seg;
     seg.graph = Graph(g.name() + "_seg" + std::to_string(j));
+    // The segment's width along D: a constant stays one; an expression (s1 - floordiv(s1, 2) for rotate_half of an
+    // odd symbolic width) becomes a fresh symbol the segment kernel binds from its operands' sizes.
+    Expr width = split.widths[j];
+    if (!width.as_const()) {
+      const auto syms = g.symbols();
+      std::string name = "cw" + std::to_string(j);
+      while (syms.count(name)) name += "_";
+      width = Expr::sym(name);
+    }
     std::vector<ValueId> map(n, -1);
     try {
       for (size_t i = 0; i < n; ++i) {
         if (!needed[i]) continue;
         const ValueId v = static_cast<ValueId>(i);
         const Node& nd = g.node(v);
-        // Full values wider than 1 along D take this segment's width there.
-        const bool narrow = !any_local[i] && !broadcast_along(v);
+        // Values wider than 1 along D take this segment's width there (full ones are sliced to it).
+        const bool wide = !broadcast_along(v);
+        const bool narrow = !any_local[i] && wide;
         const int d = dim_of_axis(static_cast<int>(nd.shape.size()), r, D);
         if (nd.op == OpKind::Input) {
           Shape shape = nd.shape;
-          if (narrow) shape[static_cast<size_t>(d)] = split.widths[j];
+          if (wide) shape[static_cast<size_t>(d)] = width;
           std::optional<std::vector<Expr>> strides;
           if (has_attr(nd.attrs, "strides")) strides = attr_shape(nd.attrs, "strides");
           map[i] = seg.graph.add_input(nd.name, nd.dtype, shape, strides);
@@ -160,9 +170,9 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
           continue;
         }
         Attrs attrs = nd.attrs;
-        if (narrow && has_attr(attrs, "shape")) {
+        if (wide && has_attr(attrs, "shape")) {
           std::vector<Expr> s = attr_shape(attrs, "shape");
-          s[static_cast<size_t>(d)] = split.widths[j];
+          s[static_cast<size_t>(d)] = width;
           attrs["shape"] = AttrValue(s);
         }
         std::vector<ValueId> ins;
