@@ -237,7 +237,8 @@ graph rot(%q: f32[4, s0, 2*s1], %cos: f32[s0, 2*s1], %sin: f32[s0, 2*s1]) {
   for (int64_t s0 : {0, 1, 3}) {
     for (int64_t s1 : {1, 5, 16}) {
       HostTensor q = HostTensor::empty(DType::Float32, {4, s0, 2 * s1});
-      HostTensor c = HostTensor::empty(DType::Float32, {s0, 2 * s1}), s = HostTensor::empty(DType::Float32, {s0, 2 * s1});
+      HostTensor c = HostTensor::empty(DType::Float32, {s0, 2 * s1}),
+                 s = HostTensor::empty(DType::Float32, {s0, 2 * s1});
       fill_random(q, rng, false);
       fill_random(c, rng, false);
       fill_random(s, rng, false);

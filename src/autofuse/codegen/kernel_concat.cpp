@@ -71,8 +71,8 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
   const ConcatSplit& sp = concat_->split;
   if (inputs.size() != graph_.inputs().size() || outputs.size() != graph_.outputs().size())
     throw IRError("kernel " + name_ + ": expected " + std::to_string(graph_.inputs().size()) + " inputs and " +
-                  std::to_string(graph_.outputs().size()) + " outputs, got " + std::to_string(inputs.size()) +
-                  " and " + std::to_string(outputs.size()));
+                  std::to_string(graph_.outputs().size()) + " outputs, got " + std::to_string(inputs.size()) + " and " +
+                  std::to_string(outputs.size()));
   std::vector<int64_t> widths;
   if (concat_->const_widths) {
     widths = *concat_->const_widths;

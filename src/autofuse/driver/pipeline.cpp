@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string>
 #include <set>
+#include <string>
 
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/verifier.h"

@@ -19,9 +19,9 @@ int64_t read_bytes(const Graph& g, ValueId v, const Bindings& b) {
 }
 
 GroupIO group_io(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& primary,
-                 const std::vector<bool>& is_inline, const std::vector<bool>& live,
-                 const std::vector<bool>& own_step, const std::vector<std::vector<ValueId>>& users,
-                 const std::vector<std::vector<int>>& containing, const std::vector<int>& self) {
+                 const std::vector<bool>& is_inline, const std::vector<bool>& live, const std::vector<bool>& own_step,
+                 const std::vector<std::vector<ValueId>>& users, const std::vector<std::vector<int>>& containing,
+                 const std::vector<int>& self) {
   std::unordered_set<ValueId> in_set(members.begin(), members.end());
   std::set<ValueId> inputs, outputs;
   std::unordered_set<ValueId> graph_outs(g.outputs().begin(), g.outputs().end());

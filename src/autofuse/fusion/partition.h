@@ -53,9 +53,9 @@ Partition partition_graph(const Graph& g, const FusionOptions& o, const Bindings
 /// extern / host step of its own (an inline value it reads must then be written), and `self` are the group ids
 /// standing for this set (users in them are internal).
 GroupIO group_io(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& primary,
-                 const std::vector<bool>& is_inline, const std::vector<bool>& live,
-                 const std::vector<bool>& own_step, const std::vector<std::vector<ValueId>>& users,
-                 const std::vector<std::vector<int>>& containing, const std::vector<int>& self);
+                 const std::vector<bool>& is_inline, const std::vector<bool>& live, const std::vector<bool>& own_step,
+                 const std::vector<std::vector<ValueId>>& users, const std::vector<std::vector<int>>& containing,
+                 const std::vector<int>& self);
 
 /// Bytes a step reads for value v: a broadcast_to reads its source, a 0-d constant nothing, others their size.
 int64_t read_bytes(const Graph& g, ValueId v, const Bindings& b);

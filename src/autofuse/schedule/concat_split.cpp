@@ -79,8 +79,7 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
     const ValueId v = static_cast<ValueId>(i);
     const Node& nd = g.node(v);
     if (nd.op == OpKind::Concat) {
-      if (any_local[i])
-        return fail(where(v) + " feeds a source of another concat (nested concats are not split)");
+      if (any_local[i]) return fail(where(v) + " feeds a source of another concat (nested concats are not split)");
       for (size_t j = 0; j < nd.inputs.size(); ++j) {
         local[static_cast<size_t>(nd.inputs[j])][j] = true;
         any_local[static_cast<size_t>(nd.inputs[j])] = true;
@@ -180,8 +179,8 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
         map[i] = seg.graph.add(nd.op, ins, attrs, nd.name);
       }
     } catch (const IRError& e) {
-      return fail("segment " + std::to_string(j) + " of the split along the concat axis does not type-check: " +
-                  e.what());
+      return fail("segment " + std::to_string(j) +
+                  " of the split along the concat axis does not type-check: " + e.what());
     }
     std::vector<ValueId> outs;
     for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
