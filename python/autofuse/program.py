@@ -28,6 +28,7 @@ import torch.fx
 from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
+from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, ViewPlan, plan_views, reinterpret
 
 
@@ -234,42 +235,6 @@ def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
     return None
 
 
-def _size_hint(x: Any) -> Optional[int]:
-    """An int, or a SymInt's example value (its hint; None for an unbacked one)."""
-    if isinstance(x, int):
-        return x
-    hint = getattr(getattr(x, "node", None), "hint", None)
-    return hint if isinstance(hint, int) else None
-
-
-def eager_layout(val: Any) -> Optional[Tuple[List[int], List[int]]]:
-    """How eager lays out a graph output whose FX fake tensor is ``val``, when that is not contiguous: (perm, inverse)
-    such that ``empty(sizes permuted by perm).permute(inverse)`` has eager's strides (channels_last, a transposed
-    result); None for a contiguous result, or one that is overlapping or not dense (symbolic strides are ordered by
-    their example values). The fake tensor
-    follows eager's layout rules (an elementwise result keeps its input's memory format)."""
-    if not isinstance(val, torch.Tensor) or val.dim() < 2:
-        return None
-    static = all(isinstance(x, int) for x in tuple(val.shape) + tuple(val.stride()))
-    if static and val.is_contiguous():
-        return None
-    # symbolic sizes (dynamic shapes): the order of the strides at the example sizes Dynamo traced with (the
-    # SymInts' hints; asking the fake tensor would add shape guards); the layout rule that made them does not
-    # depend on the sizes (an elementwise result follows its input's memory format)
-    sizes, strides = tuple(_size_hint(x) for x in val.shape), tuple(_size_hint(x) for x in val.stride())
-    if None in sizes or None in strides:
-        return None
-    perm = sorted(range(len(sizes)), key=lambda d: -strides[d])  # outermost first; a stable sort keeps size-1 dims
-    if not static and perm == list(range(len(sizes))):
-        return None
-    expected = 1  # dense and non-overlapping: the permuted sizes' contiguous strides (size-1 dims take any stride)
-    for d in reversed(perm):
-        if sizes[d] != 1 and strides[d] != expected:
-            return None
-        expected *= sizes[d]
-    return perm, [perm.index(d) for d in range(len(sizes))]
-
-
 #: torch's C++ fast path for an uninitialized CPU tensor of given sizes and strides (what Inductor's generated wrappers
 #: allocate with: no argument parsing or dispatcher); None when this torch build lacks it (``torch.empty`` is used).
 _EMPTY_STRIDED = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_empty_strided_cpu", None)
@@ -290,9 +255,10 @@ def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
             if st.kind == "host" and all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
 
 
-def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, fake) -> ViewPlan:
-    """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs the program
-    allocates contiguous with static sizes and contiguous static results of the externs in EXTERN_CONTIGUOUS; readers
+def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm]) -> ViewPlan:
+    """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs with static sizes
+    (allocated row-major, or dense in the order ``layouts`` gives: program_layout.py) and contiguous static results
+    of the externs in EXTERN_CONTIGUOUS; readers
     are the other steps' reads, graph outputs, mutations and index checks."""
     known: Dict[int, Tuple[int, ...]] = {}
     readers: set = set()
@@ -307,8 +273,7 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, fake) -> View
             if not all(isinstance(d, int) for d in n.shape):
                 continue
             if st.kind == "kernel":
-                if eager_layout(fake.get(v)) is None:
-                    known[v] = _contiguous_strides(n.shape)
+                known[v] = dense_strides(n.shape, layouts[v][0]) if v in layouts else _contiguous_strides(n.shape)
                 continue
             val = n.fx.meta.get("val") if n.fx is not None and n.item is None else None
             if (str(n.fx.target) in EXTERN_CONTIGUOUS and isinstance(val, torch.Tensor)
@@ -338,7 +303,9 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     graph_outputs = {v for kind, v in lg.outputs if kind == "node"}
     fake = {v: n.meta.get("val") for n, v in lg.fx_value.items()
             if isinstance(v, int) and v in graph_outputs and isinstance(n, torch.fx.Node)}
-    views = _plan_views(lg, steps, inline_hosts, fake)
+    host_nodes = {v for st in steps if st.kind == "host" for v in st.nodes}
+    layouts = kernel_output_layouts(lg, steps, host_nodes, fake)  # graph outputs get eager's strides
+    views = _plan_views(lg, steps, inline_hosts, layouts)
 
     def reads(k: int, st: Step) -> List[int]:
         return views.reads(st.nodes, lg) if k in inline_hosts else _step_reads(lg, st)
@@ -357,14 +324,14 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         if st.kind == "kernel":
             for o in st.outputs:
                 n = lg.nodes[o]
-                layout = eager_layout(fake.get(o))
+                layout = layouts.get(o)
                 static = all(isinstance(d, int) for d in n.shape)
                 if layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
                     L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {_contiguous_strides(n.shape)!r}, "
                              f"{e.const(n.dtype, 'D')})")
                 elif layout is None:
                     L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")
-                else:  # a graph output gets eager's strides (the kernels write any strides)
+                else:  # a graph output (or a view of it) gets eager's strides (the kernels write any strides)
                     perm, inverse = layout
                     dims = ", ".join(_py_size(lg, n.shape[d]) for d in perm)
                     L.append(f"    v{o} = empty(({dims},), dtype={e.const(n.dtype, 'D')}).permute({inverse!r})")
