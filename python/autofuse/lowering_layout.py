@@ -1,7 +1,8 @@
 """Lowerings of type conversions, tensor factories and the few layout ops a kernel can absorb.
 
 - ``_to_copy`` / ``prims.convert_element_type``: a ``cast`` (only a dtype change; device/layout changes stay ATen).
-- ``expand``: ``broadcast_to`` (a kernel reads the input with stride 0).
+- ``expand``: ``broadcast_to`` (a kernel reads the input with stride 0); an expand to the input's own shape is the
+  input itself.
 - ``detach``, ``alias``, ``lift_fresh_copy``: the value itself (functional graph). ``clone`` stays an ATen copy: it
   fixes a memory layout that later views rely on (lowering_views.py lowers the contiguous case as a copy).
 - ``full``, ``scalar_tensor``, ``full_like``/``zeros_like``/``ones_like``, ``arange``: source ops.
@@ -69,6 +70,10 @@ def _identity(L: Lowerer, node) -> int:
 def _expand(L: Lowerer, node) -> int:
     x = L.value(node.args[0])
     shape = L.shape_of(node)
+    if list(L.node(x).shape) == list(shape):
+        # An expand to the input's own shape (matmul's expand before bmm) is the input itself: no broadcast_to, so
+        # no copy kernel when a reshape for bmm follows (bmm reads the strided view).
+        return x
     return L.add("broadcast_to", [x], {"shape": list(shape)}, L.node(x).dtype, shape)
 
 

@@ -7,6 +7,7 @@
 
 #include "autofuse/codegen/cpu/emit.h"
 #include "autofuse/codegen/cpu/jit.h"
+#include "autofuse/codegen/kernel_concat.h"
 #include "autofuse/codegen/kernel_variant.h"
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/runtime/hash.h"
@@ -17,6 +18,15 @@
 namespace autofuse {
 
 std::optional<std::string> kernel_unsupported_reason(const Graph& g) {
+  if (has_concat(g)) {
+    std::string split_why;
+    auto split = plan_concat_split(g, &split_why);
+    if (!split) return split_why;
+    for (size_t j = 0; j < split->segments.size(); ++j)
+      if (auto w = kernel_unsupported_reason(split->segments[j].graph))
+        return "concat segment " + std::to_string(j) + ": " + *w;
+    return std::nullopt;
+  }
   auto why = loop_nest_unsupported_reason(g);
   if (!why) return why;
   std::string outer_why;
@@ -59,6 +69,7 @@ Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> o
 }
 
 std::shared_ptr<Kernel> Kernel::build(const Graph& g) {
+  if (has_concat(g)) return build_concat(g);
   std::shared_ptr<Kernel> k;
   if (loop_nest_unsupported_reason(g)) {
     std::string why;
@@ -87,11 +98,17 @@ std::vector<bool> Kernel::default_unit_inner() const {
 
 std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
   std::shared_ptr<Kernel> k = build(g);
+  if (k->concat_) return compile_concat_parts(std::move(k));
   k->source_ = k->variant(k->default_unit_inner())->source;
   return k;
 }
 
 size_t Kernel::num_variants() const {
+  if (concat_) {
+    size_t n = 0;
+    for (const auto& p : concat_->parts) n += p->num_variants();
+    return n;
+  }
   std::lock_guard<std::mutex> l(mu_);
   return variants_.size();
 }
@@ -187,6 +204,7 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
 }
 
 std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTensor>& inputs) const {
+  if (concat_) return concat_output_sizes(inputs);
   Bindings b = bind(inputs);
   std::vector<std::vector<int64_t>> out;
   for (ValueId o : graph_.outputs()) out.push_back(eval_shape(graph_.node(o).shape, b));
@@ -195,6 +213,11 @@ std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTen
 
 void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
   stamp(&LaunchStages::start);
+  if (concat_) {
+    run_concat(inputs, outputs);  // the segments' own runs record their stages; `done` is the whole call's end
+    stamp(&LaunchStages::done);
+    return;
+  }
   if (outer_) {
     run_outer(inputs, outputs);
     stamp(&LaunchStages::done);

@@ -66,8 +66,13 @@ class Kernel {
   /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch.
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
 
-  /// The source of the first compiled variant.
+  /// The source of the first compiled variant (of every segment, one after the other, for a concat kernel).
   const std::string& source() const { return source_; }
+  /// A kernel with concats runs as one elementwise kernel per concat segment (schedule/concat_split.h,
+  /// kernel_concat.cpp): the number of segments, 0 for an ordinary kernel.
+  size_t num_segments() const;
+  /// The segments of a kernel with concats (defined in codegen/kernel_concat.h, internal to codegen).
+  struct ConcatParts;
   const std::string& name() const { return name_; }
   const Graph& graph() const { return graph_; }
   /// The loop nest of the rows (of outer_plan()->main when the kernel has outer reductions).
@@ -108,9 +113,20 @@ class Kernel {
   const Graph& body() const { return outer_ ? outer_->main : graph_; }
   /// run() for kernels with outer reductions (kernel_outer.cpp).
   void run_outer(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
+  /// The Kernel object of a kernel with concats (segments built, none compiled).
+  Kernel(const Graph& g, std::shared_ptr<const ConcatParts> parts);
+  static std::shared_ptr<Kernel> build_concat(const Graph& g);
+  /// compile() of a built concat kernel: each segment's default variant.
+  static std::shared_ptr<Kernel> compile_concat_parts(std::shared_ptr<Kernel> k);
+  /// run() and output_sizes() of a kernel with concats (kernel_concat.cpp).
+  void run_concat(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
+  std::vector<std::vector<int64_t>> concat_output_sizes(const std::vector<HostTensor>& inputs) const;
+  /// compile_many for graphs none of which has a concat (kernel_batch.cpp).
+  static std::vector<Compiled> compile_many_plain(const std::vector<Graph>& graphs, int threads);
 
   Graph graph_;
   std::shared_ptr<const OuterPlan> outer_;
+  std::shared_ptr<const ConcatParts> concat_;
   LoopNest nest_;
   std::string name_;
   int lanes_ = 16;

@@ -1,4 +1,5 @@
-// Kernel::compile_many: a graph's kernels compiled together, several per compiler run (runtime compile_modules).
+// Kernel::compile_many_plain (compile_many for graphs without concat; kernel_concat.cpp splits the others): a
+// graph's kernels compiled together, several per compiler run (runtime compile_modules).
 #include <cstdint>
 #include <exception>
 
@@ -22,7 +23,7 @@ bool copies_only(const Graph& g) {
 
 }  // namespace
 
-std::vector<Kernel::Compiled> Kernel::compile_many(const std::vector<Graph>& graphs, int threads) {
+std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph>& graphs, int threads) {
   std::vector<Compiled> out(graphs.size());
   std::vector<VariantSource> sources(graphs.size());
   std::vector<std::vector<bool>> units(graphs.size());

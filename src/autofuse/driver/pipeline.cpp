@@ -1,7 +1,9 @@
 #include "autofuse/driver/pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
+#include <string>
 
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/verifier.h"
@@ -11,6 +13,9 @@ namespace autofuse {
 FusionOptions default_fusion_options() {
   FusionOptions o;
   o.kernel_check = [](const Graph& g) { return kernel_unsupported_reason(g); };
+  // AUTOFUSE_FUSE_CONCAT=0: every concat a host step (the A/B switch of the concat split, codegen/kernel_concat.cpp).
+  const char* fc = std::getenv("AUTOFUSE_FUSE_CONCAT");
+  o.fuse_concat = !(fc && std::string(fc) == "0");
   return o;
 }
 

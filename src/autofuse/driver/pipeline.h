@@ -9,7 +9,8 @@
 namespace autofuse {
 
 /// The fusion options the pipeline uses: FusionOptions' defaults, with the code generator's verdict
-/// (kernel_unsupported_reason, codegen/kernel.h) as the last word on every candidate kernel.
+/// (kernel_unsupported_reason, codegen/kernel.h) as the last word on every candidate kernel; AUTOFUSE_FUSE_CONCAT=0
+/// turns FusionOptions::fuse_concat off (every concat a host step).
 FusionOptions default_fusion_options();
 
 /// verify(g); fuse(g, o); verify each group's sub-graph and check that the groups cover every live node once (or as

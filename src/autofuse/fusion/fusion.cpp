@@ -105,8 +105,8 @@ FusedGraph fuse(const Graph& g, const FusionOptions& o) {
   auto users = g.users();
   std::vector<GroupIO> ios;
   for (size_t i = 0; i < p.groups.size(); ++i)
-    ios.push_back(group_io(g, p.groups[i].members, p.groups[i].primary, p.is_inline, p.live, users, p.containing,
-                           {static_cast<int>(i)}));
+    ios.push_back(group_io(g, p.groups[i].members, p.groups[i].primary, p.is_inline, p.live, p.own_step, users,
+                           p.containing, {static_cast<int>(i)}));
   std::vector<int> order = topo_order(g, p, ios);
 
   int nk = 0, ne = 0, nh = 0;

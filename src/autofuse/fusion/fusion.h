@@ -72,6 +72,9 @@ struct FusionOptions {
   /// computed values (sources and broadcast_to are always folded into their consumers).
   int recompute_max_weight = 2;
   int64_t representative_size = FusionReport::kRepresentativeSize;  ///< value of every symbol for byte figures
+  /// Concats become kernel groups that fuse with their producers and consumers (codegen splits such a kernel along
+  /// the concat axis, schedule/concat_split.h) when kernel_check accepts them; off: every concat is a host step.
+  bool fuse_concat = true;
   /// The code generator's verdict on a candidate kernel graph: nullopt if it compiles to one kernel, else the reason.
   /// Empty: only fusion's own rules (space.h) apply. The pipeline passes codegen's kernel_unsupported_reason.
   std::function<std::optional<std::string>(const Graph&)> kernel_check;

@@ -19,7 +19,7 @@ int64_t read_bytes(const Graph& g, ValueId v, const Bindings& b) {
 }
 
 GroupIO group_io(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& primary,
-                 const std::vector<bool>& is_inline, const std::vector<bool>& live,
+                 const std::vector<bool>& is_inline, const std::vector<bool>& live, const std::vector<bool>& own_step,
                  const std::vector<std::vector<ValueId>>& users, const std::vector<std::vector<int>>& containing,
                  const std::vector<int>& self) {
   std::unordered_set<ValueId> in_set(members.begin(), members.end());
@@ -34,10 +34,7 @@ GroupIO group_io(const Graph& g, const std::vector<ValueId>& members, const std:
       // Readers in kernels recompute an inline value; only its home (a primary node here) writes it, for a graph
       // output or an extern / host step.
       if (!std::binary_search(primary.begin(), primary.end(), v)) continue;
-      for (ValueId u : users[v]) {
-        OpCategory c = g.node(u).info().category;
-        needed |= live[u] && (c == OpCategory::Extern || c == OpCategory::Layout);
-      }
+      for (ValueId u : users[v]) needed |= live[u] && own_step[u];
     } else {
       for (ValueId u : users[v])
         if (live[u])
@@ -98,6 +95,19 @@ class Partitioner {
   };
 
   std::string vname(ValueId v) const { return "%" + g_.node(v).name; }
+
+  /// A concat that starts as a kernel group of its own (and can then fuse with its producers and consumers): when
+  /// FusionOptions::fuse_concat is on and the code generator accepts it alone (kernel_check; without one, concats
+  /// stay host steps).
+  bool kernel_concat(ValueId v) const {
+    const Node& nd = g_.node(v);
+    if (nd.op != OpKind::Concat || !o_.fuse_concat || !o_.kernel_check) return false;
+    std::vector<ValueId> ins;
+    for (ValueId u : nd.inputs)
+      if (std::find(ins.begin(), ins.end(), u) == ins.end()) ins.push_back(u);
+    std::sort(ins.begin(), ins.end());
+    return !o_.kernel_check(build_subgraph(g_, "concat", {v}, ins, {v}));
+  }
   std::string gname(int gid) const {
     const PartGroup& gr = groups_[gid];
     std::string s = "{";
@@ -118,6 +128,12 @@ class Partitioner {
     is_inline_.assign(n, false);
     containing_.assign(n, {});
     users_ = g_.users();
+    own_step_.assign(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      const Node& nd = g_.node(static_cast<ValueId>(i));
+      const OpCategory c = nd.info().category;
+      own_step_[i] = c == OpCategory::Extern || (c == OpCategory::Layout && !kernel_concat(static_cast<ValueId>(i)));
+    }
     for (ValueId v : g_.outputs()) live_[v] = true;
     for (size_t i = n; i-- > 0;)
       if (live_[i])
@@ -179,7 +195,7 @@ class Partitioner {
       const Node& nd = g_.node(v);
       if (!live_[v] || nd.op == OpKind::Input) continue;
       OpCategory cat = nd.info().category;
-      if (cat == OpCategory::Extern || cat == OpCategory::Layout) {
+      if (own_step_[v]) {
         new_group(cat == OpCategory::Extern ? GroupKind::Extern : GroupKind::Host, {v});
         std::string what = cat == OpCategory::Extern ? "an extern call (\"" + attr_str(nd.attrs, "name") + "\")"
                                                      : "a layout op (" + std::string(nd.info().name) + ")";
@@ -191,10 +207,7 @@ class Partitioner {
         continue;
       }
       bool needs_home = graph_outs.count(v) > 0;
-      for (ValueId u : users_[v]) {
-        OpCategory uc = g_.node(u).info().category;
-        needs_home |= live_[u] && (uc == OpCategory::Extern || uc == OpCategory::Layout);
-      }
+      for (ValueId u : users_[v]) needs_home |= live_[u] && own_step_[u];
       if (!is_inline_[v] || needs_home) new_group(GroupKind::Kernel, {v});
     }
   }
@@ -224,7 +237,7 @@ class Partitioner {
 
   GroupIO io(const std::vector<ValueId>& members, const std::vector<ValueId>& primary,
              const std::vector<int>& self) const {
-    return group_io(g_, members, primary, is_inline_, live_, users_, containing_, self);
+    return group_io(g_, members, primary, is_inline_, live_, own_step_, users_, containing_, self);
   }
   GroupIO io(int gid) const { return io(groups_[gid].members, groups_[gid].primary, {gid}); }
 
@@ -251,8 +264,7 @@ class Partitioner {
       if (is_inline_[v] && !home) continue;
       for (ValueId u : users_[v]) {
         if (!live_[u]) continue;
-        OpCategory c = g_.node(u).info().category;
-        if (is_inline_[v] && c != OpCategory::Extern && c != OpCategory::Layout) continue;
+        if (is_inline_[v] && !own_step_[u]) continue;
         for (int h : containing_[u])
           if (h != gid && alive_[h]) s.insert(h);
       }
@@ -406,6 +418,7 @@ class Partitioner {
     }
     p.is_inline = is_inline_;
     p.live = live_;
+    p.own_step = own_step_;
     p.merges = merges_;
     p.refusals = refusals_;
     return p;
@@ -420,6 +433,8 @@ class Partitioner {
   const FusionOptions& o_;
   const Bindings& b_;
   std::vector<bool> live_, is_inline_;
+  /// Per node: runs as its own extern / host step (extern calls, layout ops other than kernel concats).
+  std::vector<bool> own_step_;
   std::vector<std::vector<ValueId>> users_;
   std::vector<PartGroup> groups_;
   std::vector<bool> alive_;

@@ -40,6 +40,7 @@ struct Partition {
   std::vector<PartGroup> groups;             ///< the final groups, any order
   std::vector<bool> is_inline;               ///< per node: folded into the groups that read it
   std::vector<bool> live;                    ///< per node: reaches a graph output
+  std::vector<bool> own_step;                ///< per node: runs as its own extern / host step
   std::vector<std::vector<int>> containing;  ///< per node: indices into `groups` of the groups computing it
   std::vector<FusionDecision> merges, refusals;
 };
@@ -48,10 +49,11 @@ struct Partition {
 Partition partition_graph(const Graph& g, const FusionOptions& o, const Bindings& binding);
 
 /// Inputs and outputs of the node set `members` (ascending) whose own nodes are `primary` (ascending; the rest are
-/// inline values it recomputes), where `containing[v]` lists the groups computing v and `self` are the group ids
+/// inline values it recomputes), where `containing[v]` lists the groups computing v, `own_step[v]` says v runs as an
+/// extern / host step of its own (an inline value it reads must then be written), and `self` are the group ids
 /// standing for this set (users in them are internal).
 GroupIO group_io(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& primary,
-                 const std::vector<bool>& is_inline, const std::vector<bool>& live,
+                 const std::vector<bool>& is_inline, const std::vector<bool>& live, const std::vector<bool>& own_step,
                  const std::vector<std::vector<ValueId>>& users, const std::vector<std::vector<int>>& containing,
                  const std::vector<int>& self);
 

@@ -5,6 +5,7 @@
 
 #include "autofuse/fusion/partition.h"
 #include "autofuse/fusion/report.h"
+#include "autofuse/schedule/concat_split.h"
 #include "autofuse/schedule/outer_reduce.h"
 
 namespace autofuse {
@@ -66,10 +67,36 @@ bool accepts_outer(const Graph& g, const std::vector<ValueId>& members, const st
   return true;
 }
 
+/// The rules for a node set with concats: the code generator's split along the concat axis
+/// (schedule/concat_split.h); the domain is the full-width one (that of the outputs).
+std::optional<SpaceRefusal> check_concat(const Graph& g, const std::vector<ValueId>& members,
+                                         const std::vector<ValueId>& outputs, IterSpace* out) {
+  std::unordered_set<ValueId> in_group(members.begin(), members.end());
+  std::vector<ValueId> inputs;
+  for (ValueId v : members)
+    for (ValueId u : g.node(v).inputs)
+      if (!in_group.count(u) && std::find(inputs.begin(), inputs.end(), u) == inputs.end()) inputs.push_back(u);
+  std::sort(inputs.begin(), inputs.end());
+  std::string why;
+  try {
+    if (!plan_concat_split(build_subgraph(g, "candidate", members, inputs, outputs), &why))
+      return SpaceRefusal{nf::kDomain, why};
+  } catch (const IRError& e) {
+    return SpaceRefusal{nf::kDomain, e.what()};
+  }
+  if (out) {
+    *out = IterSpace{};
+    out->domain = g.node(outputs.front()).shape;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<SpaceRefusal> check_space(const Graph& g, const std::vector<ValueId>& members,
                                         const std::vector<ValueId>& outputs, IterSpace* out) {
+  if (std::any_of(members.begin(), members.end(), [&](ValueId v) { return g.node(v).op == OpKind::Concat; }))
+    return check_concat(g, members, outputs, out);
   auto r = check_one_nest(g, members, outputs, out);
   if (r && accepts_outer(g, members, outputs, out)) return std::nullopt;
   return r;

@@ -1,0 +1,165 @@
+// Kernels with concats (rotary embedding's rotate_half, cos / sin of a doubled frequency table): built, compiled and
+// run as one ordinary elementwise kernel per concat segment (schedule/concat_split.h), on slices of the operands.
+#include "autofuse/codegen/kernel_concat.h"
+
+#include <exception>
+
+#include "autofuse/codegen/kernel_variant.h"
+#include "autofuse/ir/interpreter.h"
+
+namespace autofuse {
+namespace {
+
+/// The Kernel::ConcatParts of a split whose segment kernels are `parts`.
+Kernel::ConcatParts make_parts(ConcatSplit split, std::vector<std::shared_ptr<Kernel>> parts) {
+  Kernel::ConcatParts p;
+  std::vector<int64_t> w;
+  for (const Expr& e : split.widths)
+    if (auto c = e.as_const()) w.push_back(*c);
+  if (w.size() == split.widths.size()) p.const_widths = std::move(w);
+  p.split = std::move(split);
+  p.parts = std::move(parts);
+  return p;
+}
+
+/// The segment sources one after the other, each under a comment naming the segment.
+std::string joined_source(const std::vector<std::shared_ptr<Kernel>>& parts) {
+  std::string s;
+  for (size_t j = 0; j < parts.size(); ++j)
+    s += "// ---- concat segment " + std::to_string(j) + " of " + std::to_string(parts.size()) + " ----\n" +
+         parts[j]->source();
+  return s;
+}
+
+/// t narrowed to [offset, offset + width) along dim (a view: same storage and strides).
+HostTensor narrow(const HostTensor& t, int dim, int64_t offset, int64_t width) {
+  HostTensor s = t;
+  const size_t d = static_cast<size_t>(dim);
+  s.data = static_cast<char*>(t.data) + offset * t.strides[d] * dtype_size(t.dtype);
+  s.sizes[d] = width;
+  return s;
+}
+
+}  // namespace
+
+Kernel::Kernel(const Graph& g, std::shared_ptr<const ConcatParts> parts) : graph_(g), concat_(std::move(parts)) {
+  name_ = g.name();
+  lanes_ = jit_lanes();
+  precision_ = precision_policy_from_env();
+}
+
+std::shared_ptr<Kernel> Kernel::build_concat(const Graph& g) {
+  std::string why;
+  auto split = plan_concat_split(g, &why);
+  if (!split) throw IRError("kernel " + g.name() + ": " + why);
+  std::vector<std::shared_ptr<Kernel>> parts;
+  for (const ConcatSegment& s : split->segments) parts.push_back(build(s.graph));
+  auto p = std::make_shared<const ConcatParts>(make_parts(std::move(*split), std::move(parts)));
+  return std::shared_ptr<Kernel>(new Kernel(g, p));
+}
+
+size_t Kernel::num_segments() const { return concat_ ? concat_->parts.size() : 0; }
+
+std::vector<std::vector<int64_t>> Kernel::concat_output_sizes(const std::vector<HostTensor>& inputs) const {
+  const Bindings b = bind_symbols(graph_, inputs);
+  std::vector<std::vector<int64_t>> out;
+  for (ValueId o : graph_.outputs()) out.push_back(eval_shape(graph_.node(o).shape, b));
+  return out;
+}
+
+void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
+  const ConcatSplit& sp = concat_->split;
+  if (inputs.size() != graph_.inputs().size() || outputs.size() != graph_.outputs().size())
+    throw IRError("kernel " + name_ + ": expected " + std::to_string(graph_.inputs().size()) + " inputs and " +
+                  std::to_string(graph_.outputs().size()) + " outputs, got " + std::to_string(inputs.size()) + " and " +
+                  std::to_string(outputs.size()));
+  std::vector<int64_t> widths;
+  if (concat_->const_widths) {
+    widths = *concat_->const_widths;
+  } else {
+    const Bindings b = bind_symbols(graph_, inputs);
+    for (const Expr& e : sp.widths) widths.push_back(e.eval(b));
+  }
+  int64_t total = 0;
+  for (int64_t w : widths) total += w;
+  auto check = [&](const HostTensor& t, int dim, const std::string& what) {
+    if (dim >= static_cast<int>(t.sizes.size()) || t.sizes[static_cast<size_t>(dim)] != total)
+      throw IRError("kernel " + name_ + ": " + what + " " + t.describe() + " should have size " +
+                    std::to_string(total) + " along dim " + std::to_string(dim) + " (the concat axis)");
+  };
+  for (size_t k = 0; k < outputs.size(); ++k) check(outputs[k], sp.output_dim[k], "output " + std::to_string(k));
+  int64_t offset = 0;
+  std::vector<HostTensor> in, out;
+  for (size_t j = 0; j < concat_->parts.size(); ++j) {
+    const ConcatSegment& seg = sp.segments[j];
+    if (widths[j] == 0) continue;  // an empty segment writes nothing
+    in.clear();
+    out.clear();
+    for (size_t i = 0; i < seg.parent_input.size(); ++i) {
+      const HostTensor& t = inputs[static_cast<size_t>(seg.parent_input[i])];
+      const int d = seg.input_dim[i];
+      if (d < 0) {
+        in.push_back(t);
+        continue;
+      }
+      check(t, d, "input " + std::to_string(seg.parent_input[i]));
+      in.push_back(narrow(t, d, offset, widths[j]));
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) out.push_back(narrow(outputs[k], sp.output_dim[k], offset, widths[j]));
+    concat_->parts[j]->run(in, out);
+    offset += widths[j];
+  }
+}
+
+std::vector<Kernel::Compiled> Kernel::compile_many(const std::vector<Graph>& graphs, int threads) {
+  bool any = false;
+  for (const Graph& g : graphs) any = any || has_concat(g);
+  if (!any) return compile_many_plain(graphs, threads);
+  // Every segment of every concat kernel joins the batch as a graph of its own.
+  std::vector<Compiled> out(graphs.size());
+  std::vector<Graph> flat;
+  std::vector<std::vector<size_t>> slots(graphs.size());
+  std::vector<std::shared_ptr<Kernel>> shells(graphs.size());
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    if (!has_concat(graphs[i])) {
+      slots[i].push_back(flat.size());
+      flat.push_back(graphs[i]);
+      continue;
+    }
+    try {
+      shells[i] = build_concat(graphs[i]);
+      for (const ConcatSegment& s : shells[i]->concat_->split.segments) {
+        slots[i].push_back(flat.size());
+        flat.push_back(s.graph);
+      }
+    } catch (...) {
+      out[i].error = std::current_exception();
+    }
+  }
+  std::vector<Compiled> built = compile_many_plain(flat, threads);
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    if (out[i].error) continue;
+    if (!shells[i]) {
+      out[i] = built[slots[i][0]];
+      continue;
+    }
+    std::vector<std::shared_ptr<Kernel>> parts;
+    for (size_t s : slots[i]) {
+      if (built[s].error && !out[i].error) out[i].error = built[s].error;
+      parts.push_back(built[s].kernel);
+    }
+    if (out[i].error) continue;
+    auto p = std::make_shared<const ConcatParts>(make_parts(shells[i]->concat_->split, std::move(parts)));
+    out[i].kernel.reset(new Kernel(graphs[i], p));
+    out[i].kernel->source_ = joined_source(p->parts);
+  }
+  return out;
+}
+
+std::shared_ptr<Kernel> Kernel::compile_concat_parts(std::shared_ptr<Kernel> k) {
+  for (const auto& p : k->concat_->parts) p->source_ = p->variant(p->default_unit_inner())->source;
+  k->source_ = joined_source(k->concat_->parts);
+  return k;
+}
+
+}  // namespace autofuse

@@ -1,0 +1,22 @@
+// Internal to codegen: the parts of a Kernel whose graph has concats (kernel_concat.cpp).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "autofuse/codegen/kernel.h"
+#include "autofuse/schedule/concat_split.h"
+
+namespace autofuse {
+
+/// A kernel with concats: its split (schedule/concat_split.h) and one ordinary Kernel per segment, run one after the
+/// other on slices of the operands along the concat axis.
+struct Kernel::ConcatParts {
+  ConcatSplit split;
+  std::vector<std::shared_ptr<Kernel>> parts;  ///< per segment
+  /// Segment widths when all are constants (no symbol binding at launch), else nullopt.
+  std::optional<std::vector<int64_t>> const_widths;
+};
+
+}  // namespace autofuse

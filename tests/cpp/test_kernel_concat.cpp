@@ -1,0 +1,253 @@
+// Kernels with concat (schedule/concat_split.h, codegen/kernel_concat.cpp) against the reference interpreter: the
+// rotary embedding's rotate_half (q and k in one kernel), unequal and odd segment widths, three sources, a concat
+// along an outer axis, a concat as an output (cos / sin of a doubled table), an operand broadcast along the concat
+// axis; f32, bf16, f16; random sizes (0, 1, odd, large) and random input / output layouts (kernel_test_util.h
+// run_case: permuted, gapped, expanded). Also: what the split refuses, and fusion putting the rotary pattern (slices,
+// neg, concat, mul, add) into one kernel through the whole pipeline. Random cases print their seed
+// (AUTOFUSE_TEST_SEED=N replays).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "autofuse/codegen/kernel.h"
+#include "autofuse/driver/compiled_graph.h"
+#include "autofuse/driver/pipeline.h"
+#include "autofuse/ir/interpreter.h"
+#include "autofuse/ir/parser.h"
+#include "autofuse/schedule/concat_split.h"
+#include "kernel_test_util.h"
+
+namespace autofuse {
+namespace {
+
+using namespace kernel_testing;
+
+std::string with_dtype(std::string text, const std::string& dt) {
+  for (size_t p = text.find("DT"); p != std::string::npos; p = text.find("DT", p + dt.size())) text.replace(p, 2, dt);
+  return text;
+}
+
+// rotate_half for q and k: x*cos + concat(-x2, x1)*sin, the halves given as inputs (views of x in the backend).
+const char* kRotary = R"(
+graph rotary(%q: DT[s0, s1, 2*s2], %k: DT[s0, s1, 2*s2], %cos: DT[s1, 2*s2], %sin: DT[s1, 2*s2],
+             %q1: DT[s0, s1, s2], %q2: DT[s0, s1, s2], %k1: DT[s0, s1, s2], %k2: DT[s0, s1, s2]) {
+  %qc = mul(%q, %cos)
+  %nq = neg(%q2)
+  %rq = concat(%nq, %q1) {axis=2}
+  %qs = mul(%rq, %sin)
+  %qo = add(%qc, %qs)
+  %kc = mul(%k, %cos)
+  %nk = neg(%k2)
+  %rk = concat(%nk, %k1) {axis=-1}
+  %ks = mul(%rk, %sin)
+  %ko = add(%kc, %ks)
+  return %qo, %ko
+})";
+
+// Unequal widths, a source computed from two inputs, an operand broadcast along the concat axis.
+const char* kUnequal = R"(
+graph unequal(%a: DT[s0, s1], %b: DT[s0, s2], %c: DT[s0, s2], %x: DT[s0, s1 + s2], %w: DT[s0, 1]) {
+  %e = exp(%a)
+  %bc = mul(%b, %c)
+  %cat = concat(%e, %bc) {axis=1}
+  %y = mul(%cat, %x)
+  %z = sub(%y, %w)
+  return %z, %y
+})";
+
+// Three sources, a constant feeding one of them and a full value.
+const char* kThree = R"(
+graph three(%a: DT[s0, 3], %b: DT[s0, s1], %c: DT[s0, 1], %x: DT[s0, s1 + 4]) {
+  %two = constant() {value=2.0, dtype=DT}
+  %a2 = mul(%a, %two)
+  %cat = concat(%a2, %b, %c) {axis=1}
+  %y = add(%cat, %x)
+  %z = mul(%y, %two)
+  return %z
+})";
+
+// A concat along the outer axis (whole rows per segment), with a bias along the inner axis.
+const char* kOuter = R"(
+graph outer(%a: DT[s0, s2], %b: DT[s1, s2], %bias: DT[s2], %x: DT[s0 + s1, s2]) {
+  %na = neg(%a)
+  %cat = concat(%na, %b) {axis=0}
+  %y = add(%cat, %bias)
+  %z = mul(%y, %x)
+  return %z
+})";
+
+// The rotary table: cos / sin of concat(f, f), the concat itself is not written.
+const char* kTable = R"(
+graph table(%pos: DT[s0, 1], %inv: DT[s1]) {
+  %f = mul(%pos, %inv)
+  %emb = concat(%f, %f) {axis=1}
+  %c = cos(%emb)
+  %s = sin(%emb)
+  return %c, %s
+})";
+
+void check_graph(const std::string& text, const std::string& dt, int cases) {
+  SCOPED_TRACE(dt + ":" + text);
+  RandomGraph rg;
+  rg.graph = parse_graph(with_dtype(text, dt));
+  ASSERT_EQ(kernel_unsupported_reason(rg.graph), std::nullopt);
+  auto k = Kernel::compile(rg.graph);
+  EXPECT_GE(k->num_segments(), 2u);
+  rg.exact.assign(rg.graph.outputs().size(), false);
+  rg.tol.assign(rg.graph.outputs().size(), -1.0);
+  auto rng = seeded_rng();
+  for (int i = 0; i < cases; ++i) {
+    const Bindings b = random_bindings(rg.graph, rng);
+    const std::string err = run_case(rg, b, rng);
+    ASSERT_EQ(err, "") << "case " << i;
+  }
+}
+
+TEST(KernelConcat, RotaryMatchesInterpreter) {
+  for (const char* dt : {"f32", "bf16", "f16"}) check_graph(kRotary, dt, 12);
+}
+
+TEST(KernelConcat, UnequalWidthsAndBroadcastOperand) {
+  for (const char* dt : {"f32", "bf16"}) check_graph(kUnequal, dt, 12);
+}
+
+TEST(KernelConcat, ThreeSources) { check_graph(kThree, "f32", 16); }
+
+TEST(KernelConcat, OuterAxis) {
+  for (const char* dt : {"f32", "bf16"}) check_graph(kOuter, dt, 12);
+}
+
+TEST(KernelConcat, ConcatOfOneValueTwice) { check_graph(kTable, "f32", 16); }
+
+TEST(KernelConcat, SplitKeepsFullValuesAndSlicesInputs) {
+  Graph g = parse_graph(with_dtype(kRotary, "f32"));
+  std::string why;
+  auto sp = plan_concat_split(g, &why);
+  ASSERT_TRUE(sp) << why;
+  EXPECT_EQ(sp->domain_axis, 2);
+  ASSERT_EQ(sp->segments.size(), 2u);
+  // Segment 0 reads q, k, cos, sin (sliced along their last dim) and the second halves; segment 1 the first halves.
+  for (size_t j = 0; j < 2; ++j) {
+    const ConcatSegment& s = sp->segments[j];
+    EXPECT_FALSE(has_concat(s.graph));
+    EXPECT_EQ(s.parent_input.size(), 6u);
+    int sliced = 0;
+    for (int d : s.input_dim) sliced += d >= 0 ? 1 : 0;
+    EXPECT_EQ(sliced, 4);
+  }
+  EXPECT_EQ(sp->output_dim, (std::vector<int>{2, 2}));
+}
+
+TEST(KernelConcat, RefusesWhatCannotBeSplit) {
+  auto reason = [](const std::string& text) {
+    auto r = kernel_unsupported_reason(parse_graph(text));
+    return r ? *r : std::string();
+  };
+  // A reduction in the same kernel.
+  EXPECT_NE(reason(R"(graph g(%a: f32[4, 3], %b: f32[4, 5]) {
+      %c = concat(%a, %b) {axis=1}
+      %s = sum(%c) {axes=[1], keepdim=true}
+      return %s
+    })")
+                .find("cannot be split"),
+            std::string::npos);
+  // Nested concats.
+  EXPECT_NE(reason(R"(graph g(%a: f32[4, 3], %b: f32[4, 5]) {
+      %c = concat(%a, %b) {axis=1}
+      %d = concat(%c, %a) {axis=1}
+      %e = neg(%d)
+      return %e
+    })"),
+            "");
+  // Concats splitting different points.
+  EXPECT_NE(reason(R"(graph g(%a: f32[4, 3], %b: f32[4, 5], %x: f32[4, 5], %y: f32[4, 3]) {
+      %c = concat(%a, %b) {axis=1}
+      %d = concat(%x, %y) {axis=1}
+      %e = add(%c, %d)
+      return %e
+    })")
+                .find("differently"),
+            std::string::npos);
+  // An output that is part of a concat source.
+  EXPECT_NE(reason(R"(graph g(%a: f32[4, 3], %b: f32[4, 5]) {
+      %n = neg(%a)
+      %c = concat(%n, %b) {axis=1}
+      %e = exp(%c)
+      return %e, %n
+    })")
+                .find("part of a concat source"),
+            std::string::npos);
+  // A full value that is neither as wide as the concat nor broadcast along its axis.
+  EXPECT_NE(reason(R"(graph g(%a: f32[4, 3], %b: f32[4, 3], %x: f32[4, 3]) {
+      %c = concat(%a, %b) {axis=1}
+      %e = exp(%c)
+      %y = neg(%x)
+      return %e, %y
+    })")
+                .find("neither"),
+            std::string::npos);
+}
+
+TEST(KernelConcat, RejectsMismatchedOperands) {
+  auto k = Kernel::compile(parse_graph(with_dtype(kUnequal, "f32")));
+  HostTensor a = HostTensor::empty(DType::Float32, {2, 3}), b = HostTensor::empty(DType::Float32, {2, 4}),
+             c = HostTensor::empty(DType::Float32, {2, 4}), x = HostTensor::empty(DType::Float32, {2, 6}),
+             w = HostTensor::empty(DType::Float32, {2, 1});
+  HostTensor z = HostTensor::empty(DType::Float32, {2, 7}), y = HostTensor::empty(DType::Float32, {2, 7});
+  // x is 6 wide where the concat is 7: named, no out-of-bounds read.
+  EXPECT_THROW(k->run({a, b, c, x, w}, {z, y}), IRError);
+  HostTensor x7 = HostTensor::empty(DType::Float32, {2, 7}), z6 = HostTensor::empty(DType::Float32, {2, 6});
+  EXPECT_THROW(k->run({a, b, c, x7, w}, {z6, y}), IRError);
+  EXPECT_EQ(k->output_sizes({a, b, c, x7, w}), (std::vector<std::vector<int64_t>>{{2, 7}, {2, 7}}));
+}
+
+// The backend's rotary pattern through fusion: slices stay host views, neg + concat + mul + add become one kernel.
+TEST(KernelConcat, FusionMakesOneRotaryKernel) {
+  const std::string text = R"(
+graph rot(%q: f32[4, s0, 2*s1], %cos: f32[s0, 2*s1], %sin: f32[s0, 2*s1]) {
+  %q1 = slice(%q) {axis=2, start=0, stop=s1, step=1}
+  %q2 = slice(%q) {axis=2, start=s1, stop=2*s1, step=1}
+  %qc = mul(%q, %cos)
+  %n = neg(%q2)
+  %r = concat(%n, %q1) {axis=2}
+  %rs = mul(%r, %sin)
+  %o = add(%qc, %rs)
+  return %o
+})";
+  Graph g = parse_graph(text);
+  FusedGraph f = run_fusion_pipeline(g);
+  int kernels = 0, concat_hosts = 0;
+  for (const FusionGroup& grp : f.groups) {
+    kernels += grp.kind == GroupKind::Kernel ? 1 : 0;
+    for (ValueId v : grp.nodes) concat_hosts += grp.kind == GroupKind::Host && g.node(v).op == OpKind::Concat;
+  }
+  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(concat_hosts, 0);
+  // Off: the concat is a host step again.
+  FusionOptions off = default_fusion_options();
+  off.fuse_concat = false;
+  FusedGraph f2 = run_fusion_pipeline(g, off);
+  int hosts = 0;
+  for (const FusionGroup& grp : f2.groups)
+    for (ValueId v : grp.nodes) hosts += grp.kind == GroupKind::Host && g.node(v).op == OpKind::Concat;
+  EXPECT_EQ(hosts, 1);
+  // Compiled end to end against the interpreter, sizes 0, 1, odd.
+  CompiledGraph cg = CompiledGraph::compile(g);
+  auto rng = seeded_rng();
+  for (int64_t s0 : {0, 1, 3}) {
+    for (int64_t s1 : {1, 5, 16}) {
+      HostTensor q = HostTensor::empty(DType::Float32, {4, s0, 2 * s1});
+      HostTensor c = HostTensor::empty(DType::Float32, {s0, 2 * s1}),
+                 s = HostTensor::empty(DType::Float32, {s0, 2 * s1});
+      fill_random(q, rng, false);
+      fill_random(c, rng, false);
+      fill_random(s, rng, false);
+      auto got = cg.run({q, c, s});
+      auto want = interpret(g, {q, c, s});
+      ASSERT_EQ(compare(got[0], want[0], default_tolerance(DType::Float32)), "") << "s0=" << s0 << " s1=" << s1;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace autofuse
