@@ -235,3 +235,33 @@ def kernel_output_layouts(lg, steps, host_nodes: set, fake: Dict[int, Any]) -> D
         if best is not None:
             out[u] = best
     return out
+
+
+def _expanded(val: Any) -> bool:
+    """Whether eager's result ``val`` is an expanded view: a zero stride on a dim of size > 1 (at the example sizes)."""
+    if not isinstance(val, torch.Tensor):
+        return False
+    sizes, strides = [_size_hint(x) for x in val.shape], [_size_hint(x) for x in val.stride()]
+    return any(s is not None and s > 1 and t == 0 for s, t in zip(sizes, strides))
+
+
+def expand_outputs(lg) -> Dict[int, int]:
+    """Graph outputs that eager returns as expanded views (``(x + 1).expand(5, 3, 4)``: strides (0, 4, 1)): output
+    ``broadcast_to`` node -> its input. The native path then makes the input the kernel's output and the program
+    returns ``input.expand(...)`` (no copy, eager's zero strides) instead of a kernel writing every broadcast copy.
+    Other IR readers of the broadcast still get it inside their kernels (a broadcast is fused where it is read); not
+    for a broadcast that is a mutation's value or an index check, nor for one of a graph input or constant."""
+    vals: Dict[int, Any] = {}
+    for node, v in lg.fx_value.items():
+        if isinstance(v, int) and isinstance(node, torch.fx.Node):
+            vals.setdefault(v, node.meta.get("val"))
+    read = {v for pair in lg.mutations for v in pair} | {c[0] for c in lg.index_checks}
+    out: Dict[int, int] = {}
+    for kind, o in lg.outputs:
+        n = lg.nodes[o] if kind == "node" else None
+        if n is None or n.op != "broadcast_to" or o in read or not _expanded(vals.get(o)):
+            continue
+        ins = [u for u in n.inputs if lg.nodes[u].op != "constant"]
+        if len(ins) == 1 and lg.nodes[ins[0]].op != "input":
+            out[o] = ins[0]
+    return out

@@ -4,6 +4,8 @@
 the scatter kernel's output must be allocated transposed so that the returned view of it is contiguous, as in
 eager (before the fix autofuse returned strides (1, 3) and ``y.view(-1)`` raised). Every case compares sizes,
 strides, storage offset, values and whether ``.view(-1)`` works with eager, with static and dynamic shapes.
+Outputs eager returns as expanded views (zero strides) are views here too, not copies (program_layout.expand_outputs):
+their storage is no larger than eager's.
 """
 
 import pytest
@@ -70,7 +72,34 @@ def _narrow_of_scatter(x):
     return y.narrow(1, 1, 2)
 
 
+def _expand_new_dim(x):
+    return (x + 1).unsqueeze(0).expand(5, -1, -1)
+
+
+def _expand_keepdim_sum(x):
+    return (x.sum(0, keepdim=True) + 1).expand(x.shape[0], -1)
+
+
+def _expand_of_transposed(x):
+    return (x.t() * 2).unsqueeze(1).expand(-1, 3, -1)
+
+
+def _expand_and_its_base(x):
+    y = x.exp()
+    return y, y.unsqueeze(0).expand(2, -1, -1)
+
+
+def _expand_also_read(x):
+    e = (x + 1).unsqueeze(0).expand(2, -1, -1)
+    return e, e * 2
+
+
 CASES = {  # name -> (fn, make(size))
+    "expand_new_dim": (_expand_new_dim, lambda n: torch.randn(n, 4)),
+    "expand_keepdim_sum": (_expand_keepdim_sum, lambda n: torch.randn(n, 4)),
+    "expand_of_transposed": (_expand_of_transposed, lambda n: torch.randn(n, 4)),
+    "expand_and_its_base": (_expand_and_its_base, lambda n: torch.randn(n, 4)),
+    "expand_also_read": (_expand_also_read, lambda n: torch.randn(n, 4)),
     "select_scatter_t": (_select_scatter_t, lambda n: torch.randn(n, 4)),
     "row_of_t_add": (_row_of_t_add, lambda n: torch.randn(n, 4)),
     "slice_scatter_t": (_slice_scatter_t, lambda n: torch.randn(n, 5)),
@@ -98,6 +127,7 @@ def _same(got, want, where):
         msg = f"{where} output {i}: sizes {tuple(g.shape)} vs {tuple(w.shape)}, strides {g.stride()} vs {w.stride()}"
         assert g.shape == w.shape and g.stride() == w.stride(), msg
         assert g.storage_offset() == w.storage_offset(), msg
+        assert g.untyped_storage().nbytes() <= w.untyped_storage().nbytes(), msg  # expanded outputs are views
         torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
         gv, wv = _views_flat(g), _views_flat(w)
         assert (gv is None) == (wv is None), msg
