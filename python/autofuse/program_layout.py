@@ -232,6 +232,8 @@ def kernel_output_layouts(lg, steps, host_nodes: set, fake: Dict[int, Any]) -> D
             score = sum(_matches(_replay(lg, u, chain, strides, env), val) for chain, val in reqs)
             if score > best_score:
                 best, best_score = cand, score
+            if score == len(reqs):  # every request met (row-major usually is: one replay per chain)
+                break
         if best is not None:
             out[u] = best
     return out
