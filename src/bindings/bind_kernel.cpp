@@ -67,8 +67,9 @@ void bind_kernel(nb::module_& m) {
       .def(
           "run",
           [](const Kernel& k, nb::handle inputs, nb::handle outputs) {
-            std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input");
-            std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output");
+            // Borrowed views: `inputs` / `outputs` hold the tensors for the whole call.
+            std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input", /*borrow=*/true);
+            std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output", /*borrow=*/true);
             nb::gil_scoped_release unlocked;
             k.run(in, out);
           },
@@ -94,8 +95,8 @@ void bind_kernel(nb::module_& m) {
             LaunchStages st;
             for (int i = 0; i < reps; ++i) {
               auto c0 = clock::now();
-              std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input");
-              std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output");
+              std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input", /*borrow=*/true);
+              std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output", /*borrow=*/true);
               auto c1 = clock::now();
               st = LaunchStages{};
               record_launch_stages(&st);

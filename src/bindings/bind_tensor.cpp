@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "tensor_convert.h"
+#include "torch_direct.h"
 
 namespace autofuse::bindings {
 
@@ -24,6 +25,11 @@ void bind_tensor(nb::module_& m) {
       "The HostTensor view C++ gets of a torch tensor / numpy array: dict(dtype, sizes, strides (elements), "
       "data_ptr, fast: whether the attribute fast path made it rather than DLPack). No copy is made, so data_ptr "
       "equals the tensor's own.");
+  m.def("torch_direct_enabled", &torch_direct_enabled,
+        "Whether torch tensors are read straight from libtorch's C++ objects (src/bindings/torch_direct.h: built "
+        "against torch's headers and the self-check passed) rather than through their Python attributes.");
+  m.def("torch_direct_compiled", &torch_direct_compiled,
+        "Whether this build has the direct torch tensor reader (CMake AUTOFUSE_TORCH_DIRECT found torch's headers).");
 }
 
 }  // namespace autofuse::bindings

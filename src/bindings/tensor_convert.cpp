@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "torch_direct.h"
+
 namespace autofuse::bindings {
 
 namespace {
@@ -134,12 +136,26 @@ bool read_int_tuple(PyObject* seq, std::vector<int64_t>& v) {
   return true;
 }
 
+// Keeps obj (and through it the memory) alive while any copy of the view `out` does; released under the GIL.
+void hold_owner(nb::handle obj, HostTensor& out) {
+  out.owner = std::shared_ptr<void>(new nb::object(nb::borrow(obj)), [](void* p) {
+    nb::gil_scoped_acquire gil;
+    delete static_cast<nb::object*>(p);
+  });
+}
+
 // The view of a plain CPU torch.Tensor, or false (the caller then takes the DLPack path, which also reports errors).
-bool torch_fast_view(nb::handle obj, HostTensor& out) {
+// First the direct C++ read (torch_direct.h), else the tensor's attributes. `borrow`: the caller keeps obj alive for
+// as long as it uses the view, so no owner is attached (saves two allocations and a GIL round trip per tensor).
+bool torch_fast_view(nb::handle obj, HostTensor& out, bool writable = false, bool borrow = false) {
   const TorchFast* c = torch_fast();
   if (c == nullptr) return false;
   const PyObject* type = reinterpret_cast<const PyObject*>(Py_TYPE(obj.ptr()));
   if (type != c->tensor_type && (c->parameter_type == nullptr || type != c->parameter_type)) return false;
+  if (torch_direct_view(obj.ptr(), writable, out)) {
+    if (!borrow) hold_owner(obj, out);
+    return true;
+  }
   auto get = [&](PyObject* name) { return nb::steal(PyObject_GetAttr(obj.ptr(), name)); };
   auto call = [&](PyObject* name) { return nb::steal(PyObject_CallMethodNoArgs(obj.ptr(), name)); };
   nb::object dt = get(c->s_dtype);
@@ -159,11 +175,7 @@ bool torch_fast_view(nb::handle obj, HostTensor& out) {
   void* data = PyLong_AsVoidPtr(ptr.ptr());
   if (data == nullptr && PyErr_Occurred()) return PyErr_Clear(), false;
   out = HostTensor::view(*dtype, data, std::move(sizes), std::move(strides));
-  // The tensor (and through it the memory) stays alive while any copy of the view does; released under the GIL.
-  out.owner = std::shared_ptr<void>(new nb::object(nb::borrow(obj)), [](void* p) {
-    nb::gil_scoped_acquire gil;
-    delete static_cast<nb::object*>(p);
-  });
+  if (!borrow) hold_owner(obj, out);
   return true;
 }
 
@@ -276,6 +288,13 @@ HostTensor imported_host_tensor(nb::handle obj, bool writable, const char* what)
   return view_of(std::move(arr), what);
 }
 
+// Item i of a list or tuple (either type, subclasses included), borrowed from the sequence.
+nb::handle seq_item(nb::handle seq, size_t i) {
+  const auto k = static_cast<Py_ssize_t>(i);
+  return PyList_Check(seq.ptr()) ? nb::handle(PyList_GET_ITEM(seq.ptr(), k))
+                                 : nb::handle(PyTuple_GET_ITEM(seq.ptr(), k));
+}
+
 }  // namespace
 
 bool takes_fast_path(nb::handle obj) {
@@ -283,12 +302,14 @@ bool takes_fast_path(nb::handle obj) {
   return torch_fast_view(obj, unused);
 }
 
+bool torch_direct_enabled() { return torch_direct_available(); }
+
 HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
-  if (HostTensor fast; torch_fast_view(obj, fast)) return fast;
+  if (HostTensor fast; torch_fast_view(obj, fast, writable)) return fast;
   return imported_host_tensor(obj, writable, what);
 }
 
-std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what) {
+std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what, bool borrow) {
   if (!nb::isinstance<nb::list>(seq) && !nb::isinstance<nb::tuple>(seq)) {
     throw nb::type_error(
         (std::string(what) + "s: expected a list or tuple of tensors, got '" + py_type_name(seq) + "'").c_str());
@@ -297,8 +318,8 @@ std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const cha
   size_t n = nb::len(seq);
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    nb::object item = seq[i];
-    if (HostTensor fast; torch_fast_view(item, fast)) {  // the common case: no label string is built
+    nb::handle item = seq_item(seq, i);
+    if (HostTensor fast; torch_fast_view(item, fast, writable, borrow)) {  // the common case: no label string is built
       out.push_back(std::move(fast));
       continue;
     }

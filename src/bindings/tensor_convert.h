@@ -32,12 +32,18 @@ nb::dlpack::dtype dtype_to_dlpack(DType t);
 /// device; the message starts with `what`.
 HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what);
 
-/// Whether to_host_tensor reads obj's view off its attributes (the fast path for exact torch.Tensor and
-/// torch.nn.Parameter objects on the CPU, strided, of an IR dtype, not negated) rather than through DLPack. For tests.
+/// Whether to_host_tensor reads obj's view off the tensor itself (the fast path for exact torch.Tensor and
+/// torch.nn.Parameter objects on the CPU, strided, of an IR dtype, not negated: directly from the C++ object when
+/// torch_direct_enabled(), else from its attributes) rather than through DLPack. For tests.
 bool takes_fast_path(nb::handle obj);
 
 /// to_host_tensor over a sequence (list or tuple); `what` is "input" / "output", errors say "input 2: ...".
-std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what);
+/// `borrow`: the views of plain torch tensors get no owner, so they are valid only while `seq` holds its tensors: for
+/// a call that uses the views and returns (Kernel.run), with a sequence no other thread changes meanwhile.
+std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what, bool borrow = false);
+
+/// Whether torch tensors are read directly from libtorch's C++ objects (torch_direct.h) in this build and process.
+bool torch_direct_enabled();
 
 /// The dtype argument of a binding: an autofuse DType, a name ("f32", "float32", "bfloat16"), or a torch / numpy
 /// dtype (read by its str(), "torch.float32" / "float32"). Throws nb::value_error naming the text on failure.
