@@ -66,6 +66,18 @@ std::vector<std::pair<ValueId, bool>> pass_reductions(const Graph& g, const Loop
 /// accumulating in p, or what those are computed from). With `stash_pass` (per value: the pass that stores it in the
 /// row stash, 0 if none), values stashed in an earlier pass are leaves (reloaded, their inputs not needed).
 std::vector<bool> full_values_needed(const Graph& g, const LoopNest& nest, int p, const std::vector<int>* stash_pass);
+/// The row stash plan of a multi-pass row kernel (`num_passes` passes; only when the vector axis is the only reduce
+/// axis): per value of g, the pass (1-based) that stores it into the row stash, 0 if none. A value is stashed when
+/// its computation includes a transcendental function, it is a float, and a later pass needs it (that pass then
+/// reloads it instead of recomputing it, bit-identical).
+std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_passes);
+/// Per value of g: true for a row maximum (amax, float, inner reduction, not an output) whose accumulator may ignore
+/// NaN (af_max_nonan: one vmaxps instead of two compares and a select). Sound when every use of m = amax(x) is
+/// x - m and every output computed from those differences also depends, through NaN-propagating float ops (add, sub,
+/// mul, div, neg, exp, log, float casts), on a row sum of them: a NaN in the row then reaches that sum and every
+/// such output is NaN, whatever m is, as in eager, where m itself is NaN (softmax, log-softmax).
+/// +inf / -inf rows keep the exact maximum (vmaxps is exact on non-NaN inputs).
+std::vector<bool> row_max_without_nan_select(const Graph& g, const LoopNest& nest);
 
 // ---- per-op pieces (emit_ops.cpp) ----
 /// Whether a reduction op over inputs of dtype `in` sums floats in a cascade (f32 block partials folded into f64).

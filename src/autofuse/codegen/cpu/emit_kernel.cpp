@@ -33,6 +33,7 @@ class Emitter {
     plan_stash();
     plan_prefetch();
     if (inner_) rcp_ = divisors_with_reciprocal(g, nest);
+    nonan_max_ = row_max_without_nan_select(g, nest);
   }
 
   std::string run() {
@@ -110,7 +111,7 @@ class Emitter {
   void decompose_row(const std::vector<int>& axes) {
     for (size_t j = axes.size(); j-- > 0;) {
       int a = axes[j];
-      line("const int64_t i" + s(a) + " = rest % n" + s(a) + "; rest /= n" + s(a) + ";");
+      line("const int64_t i" + s(a) + " = af_rowidx(rest, n" + s(a) + ");");
     }
     for (int a : axes) advance_offsets(a, "ob");
   }
@@ -186,42 +187,7 @@ class Emitter {
     return full_values_needed(g_, nest_, p, stash ? &stash_pass_ : nullptr);
   }
 
-  void plan_stash() {
-    stash_pass_.assign(g_.size(), 0);
-    const std::vector<int> ra = nest_.reduce_axes();
-    if (!(inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_)) return;
-    std::vector<int> first(g_.size(), 0);
-    std::vector<bool> costly(g_.size(), false);
-    for (int p = 1; p <= num_passes_; ++p) {
-      std::vector<bool> need = needed_in_pass(p, false);
-      for (size_t i = 0; i < g_.size(); ++i)
-        if (need[i] && first[i] == 0) first[i] = p;
-    }
-    for (size_t i = 0; i < g_.size(); ++i) {
-      const Node& nd = g_.node(static_cast<ValueId>(i));
-      if (val(static_cast<ValueId>(i)).kept || nd.info().category != OpCategory::Elementwise) continue;
-      costly[i] = is_transcendental(nd.op);
-      for (ValueId in : nd.inputs) costly[i] = costly[i] || costly[static_cast<size_t>(in)];
-    }
-    // Pass by pass, a costly float value first computed in an earlier pass becomes a stashed leaf.
-    for (int p = 2; p <= num_passes_; ++p) {
-      std::vector<bool> need(g_.size(), false);
-      for (auto& [id, mp] : accumulating(p))
-        if (!val(g_.node(id).inputs[0]).kept) need[static_cast<size_t>(g_.node(id).inputs[0])] = true;
-      for (ValueId outv : g_.outputs())
-        if (!val(outv).kept && val(outv).stage + 1 == p) need[static_cast<size_t>(outv)] = true;
-      for (size_t i = g_.size(); i-- > 0;) {
-        if (!need[i]) continue;
-        const std::string ct = compute_ctype(g_.node(static_cast<ValueId>(i)).dtype);
-        if (costly[i] && first[i] < p && (ct == "float" || ct == "double")) {
-          stash_pass_[i] = first[i];
-          continue;
-        }
-        for (ValueId in : g_.node(static_cast<ValueId>(i)).inputs)
-          if (!val(in).kept) need[static_cast<size_t>(in)] = true;
-      }
-    }
-  }
+  void plan_stash() { stash_pass_ = plan_row_stash(g_, nest_, num_passes_); }
 
   /// The stash buffer, its use flag for this call, and one pointer `st<id>` per stashed value.
   void emit_stash_decls() {
@@ -283,8 +249,7 @@ class Emitter {
   void emit_next_row_offsets() {
     const std::vector<int> ko = nest_.kept_axes();
     line("int64_t nrest = row + AF_PF_AHEAD < row_end ? row + AF_PF_AHEAD : row;");
-    for (size_t j = ko.size(); j-- > 0;)
-      line("const int64_t j" + s(ko[j]) + " = nrest % n" + s(ko[j]) + "; nrest /= n" + s(ko[j]) + ";");
+    for (size_t j = ko.size(); j-- > 0;) line("const int64_t j" + s(ko[j]) + " = af_rowidx(nrest, n" + s(ko[j]) + ");");
     line("(void)nrest;");
     for (size_t k : prefetched_operands()) {
       std::string e = "0";
@@ -524,7 +489,9 @@ class Emitter {
       close();
       return;
     }
-    const std::string nv = reduction_update(nd, at, tgt, xv, "mu" + sid, mean_pass);
+    const std::string nv = nonan_max_[static_cast<size_t>(id)]
+                               ? "af_max_nonan<" + at + ">(" + tgt + ", " + xv + ")"
+                               : reduction_update(nd, at, tgt, xv, "mu" + sid, mean_pass);
     if (tail)
       line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
     else
@@ -599,8 +566,7 @@ class Emitter {
       if (!val(id).varies[static_cast<size_t>(v_)])
         e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
       else if (o_.unit_inner[static_cast<size_t>(k)])
-        e = "(n == AF_W ? af_ld<" + ct + ", " + st + ">(" + ptr + ") : af_ldn<" + ct + ", " + st + ">(" + ptr +
-            ", 1, n))";
+        e = "af_ldu<" + ct + ", " + st + ">(" + ptr + ", n)";
       else
         e = "af_ldn<" + ct + ", " + st + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n)";
     } else if (nd.info().category == OpCategory::Reduce) {
@@ -623,7 +589,9 @@ class Emitter {
       e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "");
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
-    if (!rcp_.empty() && rcp_[static_cast<size_t>(id)]) line("const vec<float> " + var + "_r = 1.0f / " + var + ";");
+    // A per-row divisor's lanes are all equal: one scalar division (vdivps on a splat was ~10% of a short softmax).
+    if (!rcp_.empty() && rcp_[static_cast<size_t>(id)])
+      line("const vec<float> " + var + "_r = af_splat<float>(1.0f / " + var + "[0]);");
   }
 
   void emit_stores(ValueId id) {
@@ -647,8 +615,7 @@ class Emitter {
       if (!vp.varies[static_cast<size_t>(v_)])
         stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
       else if (o_.unit_inner[static_cast<size_t>(k)])
-        stmt = "if (n == AF_W) af_st<" + st + ", " + ct + ">(" + ptr + ", " + var + "); else af_stn<" + st + ", " + ct +
-               ">(" + ptr + ", 1, n, " + var + ");";
+        stmt = "af_stu<" + st + ", " + ct + ">(" + ptr + ", n, " + var + ");";
       else
         stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n, " +
                var + ");";
@@ -675,6 +642,7 @@ class Emitter {
   int prefetch_pass_ = 0;        // the pass that prefetches the next row (0: none)
   std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
   std::vector<bool> rcp_;        // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
+  std::vector<bool> nonan_max_;  // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
   std::ostringstream out_;
   int ind_ = 0;
 };

@@ -1,4 +1,5 @@
 // Which reductions and which full values each pass over a row needs (the CPU emitter's pass plan, emit.h).
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,102 @@ std::vector<bool> full_values_needed(const Graph& g, const LoopNest& nest, int p
       if (!kept(in)) need[static_cast<size_t>(in)] = true;
   }
   return need;
+}
+
+std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_passes) {
+  std::vector<int> stash_pass(g.size(), 0);
+  const std::vector<int> ra = nest.reduce_axes();
+  if (!(nest.inner_reduction && num_passes >= 2 && ra.size() == 1 && ra[0] == nest.vec_axis())) return stash_pass;
+  auto kept = [&](ValueId v) { return nest.values[static_cast<size_t>(v)].kept; };
+  std::vector<int> first(g.size(), 0);
+  std::vector<bool> costly(g.size(), false);
+  for (int p = 1; p <= num_passes; ++p) {
+    const std::vector<bool> need = full_values_needed(g, nest, p, nullptr);
+    for (size_t i = 0; i < g.size(); ++i)
+      if (need[i] && first[i] == 0) first[i] = p;
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& nd = g.node(static_cast<ValueId>(i));
+    if (kept(static_cast<ValueId>(i)) || nd.info().category != OpCategory::Elementwise) continue;
+    costly[i] = is_transcendental(nd.op);
+    for (ValueId in : nd.inputs) costly[i] = costly[i] || costly[static_cast<size_t>(in)];
+  }
+  // Pass by pass, a costly float value first computed in an earlier pass becomes a stashed leaf.
+  for (int p = 2; p <= num_passes; ++p) {
+    std::vector<bool> need(g.size(), false);
+    for (auto& [id, mp] : pass_reductions(g, nest, p))
+      if (!kept(g.node(id).inputs[0])) need[static_cast<size_t>(g.node(id).inputs[0])] = true;
+    for (ValueId outv : g.outputs())
+      if (!kept(outv) && nest.values[static_cast<size_t>(outv)].stage + 1 == p) need[static_cast<size_t>(outv)] = true;
+    for (size_t i = g.size(); i-- > 0;) {
+      if (!need[i]) continue;
+      const std::string ct = compute_ctype(g.node(static_cast<ValueId>(i)).dtype);
+      if (costly[i] && first[i] < p && (ct == "float" || ct == "double")) {
+        stash_pass[i] = first[i];
+        continue;
+      }
+      for (ValueId in : g.node(static_cast<ValueId>(i)).inputs)
+        if (!kept(in)) need[static_cast<size_t>(in)] = true;
+    }
+  }
+  return stash_pass;
+}
+
+std::vector<bool> row_max_without_nan_select(const Graph& g, const LoopNest& nest) {
+  std::vector<bool> out(g.size(), false);
+  if (!nest.inner_reduction) return out;
+  std::vector<std::vector<ValueId>> users(g.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    for (ValueId in : g.node(static_cast<ValueId>(i)).inputs)
+      users[static_cast<size_t>(in)].push_back(static_cast<ValueId>(i));
+  std::vector<bool> is_output(g.size(), false);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
+  auto propagates_nan = [&](const Node& n) {  // NaN in any input gives NaN, elementwise or through a row sum
+    switch (n.op) {
+      case OpKind::Sub:
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Neg:
+      case OpKind::Exp:
+      case OpKind::Log:
+      case OpKind::Sum:
+        return compute_ctype(n.dtype) == "float";
+      case OpKind::Cast:
+        return compute_ctype(n.dtype) == "float" && compute_ctype(g.node(n.inputs[0]).dtype) == "float";
+      default:
+        return false;
+    }
+  };
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& m = g.node(static_cast<ValueId>(i));
+    if (m.op != OpKind::Amax || is_output[i] || compute_ctype(g.node(m.inputs[0]).dtype) != "float") continue;
+    const ValueId x = m.inputs[0];
+    bool ok = !users[i].empty();
+    std::vector<bool> in_p(g.size(), false);  // values computed from some x - m
+    for (ValueId u : users[i]) {
+      const Node& d = g.node(u);
+      ok = ok && d.op == OpKind::Sub && d.inputs[0] == x && d.inputs[1] == static_cast<ValueId>(i);
+      in_p[static_cast<size_t>(u)] = true;
+    }
+    // has_sum[v]: v is computed (within P) from a row sum of a value of P, so a NaN anywhere in the row reaches it.
+    std::vector<bool> has_sum(g.size(), false);
+    for (size_t j = i + 1; ok && j < g.size(); ++j) {
+      const Node& n = g.node(static_cast<ValueId>(j));
+      bool from_p = in_p[j];
+      for (ValueId in : n.inputs) {
+        from_p = from_p || in_p[static_cast<size_t>(in)];
+        has_sum[j] = has_sum[j] || (in_p[static_cast<size_t>(in)] && has_sum[static_cast<size_t>(in)]);
+      }
+      if (!from_p) continue;
+      in_p[j] = true;
+      if (!propagates_nan(n)) ok = false;
+      if (n.op == OpKind::Sum) has_sum[j] = true;
+      if (is_output[j] && !has_sum[j]) ok = false;
+    }
+    out[i] = ok;
+  }
+  return out;
 }
 
 }  // namespace autofuse
