@@ -96,8 +96,10 @@ void print_summary(const std::string& name, const HostTensor& t) {
   std::printf("%%%s: %s[%s]", name.c_str(), std::string(dtype_name(t.dtype)).c_str(), sizes.c_str());
   if (count > 0) {
     std::printf("  min=%.6g max=%.6g mean=%.6g", lo, hi, sum / static_cast<double>(count));
+  } else if (nans > 0) {
+    std::printf("  (all %lld elements are NaN)", static_cast<long long>(nans));
   } else {
-    std::printf("  (no non-NaN elements)");
+    std::printf("  empty (0 elements)");
   }
   std::printf("  nan=%lld\n", static_cast<long long>(nans));
 }

@@ -23,6 +23,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import warnings
 from typing import List, Optional
 
 from .lowering import DTYPE_TO_IR
@@ -155,6 +156,11 @@ def dump_record(record, root: str) -> str:
 
 
 def maybe_dump(record) -> None:
-    """Dump ``record`` into every configured debug directory (no-op when none is configured)."""
+    """Dump ``record`` into every configured debug directory (no-op when none is configured). A directory that
+    cannot be written (a path under a regular file, no permission, a full disk) gives a warning, not an error."""
     for root in debug_dirs():
-        dump_record(record, root)
+        try:
+            dump_record(record, root)
+        except OSError as e:  # a debug aid must not change what runs: the compiled graph is kept
+            warnings.warn(f"autofuse: could not write the debug dump of {record.name} into {root!r} "
+                          f"({type(e).__name__}: {e}); the compiled graph runs as usual")

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Tuple
 
 from .lowering import DTYPE_TO_IR, LoweredGraph
 from .program import Step
+from .program_layout import expand_outputs
 
 _KERNELS: Dict[str, Any] = {}
 
@@ -54,7 +55,10 @@ def to_core(lg: LoweredGraph, core, name: str = "main") -> Tuple[Any, List[int]]
             v = g.add(n.op, [vid[i] for i in n.inputs], _attrs(lg, n), n.name)
         vid.append(v)
     outs: List[int] = []
+    # outputs eager returns as expanded views: the kernel writes the broadcast's input, the program expands it
+    lg.expand_outputs = expand_outputs(lg)  # type: ignore[attr-defined]  (program.build_program reads it)
     for kind, v in lg.outputs:
+        v = lg.expand_outputs.get(v, v) if kind == "node" else v
         if kind == "node" and vid[v] not in outs:
             outs.append(vid[v])
     for _, v in lg.mutations:  # values written back into mutated inputs are computed like outputs

@@ -33,6 +33,9 @@ _ENV_ON = os.environ.get("AUTOFUSE_PROFILE", "") not in ("", "0", "false", "Fals
 _lock = threading.Lock()
 _active: list["Profile"] = []  # profiles currently recording: the env-wide one and any open contexts
 _enabled = False
+#: The same flag in a list slot: what generated programs read before each launch (``PF[0]``: a subscript instead of a
+#: Python call to enabled()). Kept equal to ``_enabled`` wherever that changes.
+ENABLED = [False]
 _bandwidth_cache: float | None = None
 
 
@@ -169,12 +172,14 @@ def profile():
     with _lock:
         _active.append(p)
         _enabled = True
+        ENABLED[0] = True
     try:
         yield p
     finally:
         with _lock:
             _active.remove(p)
             _enabled = bool(_active)
+            ENABLED[0] = _enabled
 
 
 def copy_bandwidth_gbs(nbytes: int = 256 << 20, repeats: int = 7) -> float:
@@ -245,6 +250,7 @@ if _ENV_ON:
     _env_profile = Profile()
     _active.append(_env_profile)
     _enabled = True
+    ENABLED[0] = True
     atexit.register(_print_at_exit, _env_profile)
 
 

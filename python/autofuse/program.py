@@ -11,6 +11,7 @@ original arguments), or a host step (a layout op run inline as the torch view or
         v4 = E4(v0, v1)                            # aten.mm
         v9 = empty((s0, 768), dtype=D0)
         K0([v4, v1], [v9])                          # kernel 0
+        LAUNCHES[0] += 1
         return [v9]
 
 so that the per-call cost is one Python frame, the symbol reads and one call per step.
@@ -28,7 +29,8 @@ import torch.fx
 from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
-from .program_views import EXTERN_CONTIGUOUS, ViewPlan, plan_views, reinterpret
+from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
+from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
 
 
 #: Kernel launches made by generated programs (one list slot: a cheap in-place counter tests read).
@@ -116,9 +118,9 @@ class _Emitter:
     def __init__(self, lg: LoweredGraph) -> None:
         self.lg = lg
         self.lines: List[str] = []
-        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PE": profile.enabled,
+        self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
-                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": reinterpret}
+                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -178,6 +180,7 @@ def _last_uses(lg: LoweredGraph, steps: List[Step],
     """step index -> program variables whose last reader is that step (graph outputs and inputs excluded).
     ``reads(k, step)`` gives what step k reads (default: _step_reads)."""
     keep = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
+    keep |= set(getattr(lg, "expand_outputs", {}).values())  # expanded at the end (program_layout.expand_outputs)
     last: Dict[int, int] = {}
     for k, st in enumerate(steps):
         for v in (reads(k, st) if reads is not None else _step_reads(lg, st)):
@@ -234,42 +237,6 @@ def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
     return None
 
 
-def _size_hint(x: Any) -> Optional[int]:
-    """An int, or a SymInt's example value (its hint; None for an unbacked one)."""
-    if isinstance(x, int):
-        return x
-    hint = getattr(getattr(x, "node", None), "hint", None)
-    return hint if isinstance(hint, int) else None
-
-
-def eager_layout(val: Any) -> Optional[Tuple[List[int], List[int]]]:
-    """How eager lays out a graph output whose FX fake tensor is ``val``, when that is not contiguous: (perm, inverse)
-    such that ``empty(sizes permuted by perm).permute(inverse)`` has eager's strides (channels_last, a transposed
-    result); None for a contiguous result, or one that is overlapping or not dense (symbolic strides are ordered by
-    their example values). The fake tensor
-    follows eager's layout rules (an elementwise result keeps its input's memory format)."""
-    if not isinstance(val, torch.Tensor) or val.dim() < 2:
-        return None
-    static = all(isinstance(x, int) for x in tuple(val.shape) + tuple(val.stride()))
-    if static and val.is_contiguous():
-        return None
-    # symbolic sizes (dynamic shapes): the order of the strides at the example sizes Dynamo traced with (the
-    # SymInts' hints; asking the fake tensor would add shape guards); the layout rule that made them does not
-    # depend on the sizes (an elementwise result follows its input's memory format)
-    sizes, strides = tuple(_size_hint(x) for x in val.shape), tuple(_size_hint(x) for x in val.stride())
-    if None in sizes or None in strides:
-        return None
-    perm = sorted(range(len(sizes)), key=lambda d: -strides[d])  # outermost first; a stable sort keeps size-1 dims
-    if not static and perm == list(range(len(sizes))):
-        return None
-    expected = 1  # dense and non-overlapping: the permuted sizes' contiguous strides (size-1 dims take any stride)
-    for d in reversed(perm):
-        if sizes[d] != 1 and strides[d] != expected:
-            return None
-        expected *= sizes[d]
-    return perm, [perm.index(d) for d in range(len(sizes))]
-
-
 #: torch's C++ fast path for an uninitialized CPU tensor of given sizes and strides (what Inductor's generated wrappers
 #: allocate with: no argument parsing or dispatcher); None when this torch build lacks it (``torch.empty`` is used).
 _EMPTY_STRIDED = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_empty_strided_cpu", None)
@@ -290,9 +257,10 @@ def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
             if st.kind == "host" and all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
 
 
-def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, fake) -> ViewPlan:
-    """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs the program
-    allocates contiguous with static sizes and contiguous static results of the externs in EXTERN_CONTIGUOUS; readers
+def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm]) -> ViewPlan:
+    """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs with static sizes
+    (allocated row-major, or dense in the order ``layouts`` gives: program_layout.py) and contiguous static results
+    of the externs in EXTERN_CONTIGUOUS; readers
     are the other steps' reads, graph outputs, mutations and index checks."""
     known: Dict[int, Tuple[int, ...]] = {}
     readers: set = set()
@@ -307,14 +275,14 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, fake) -> View
             if not all(isinstance(d, int) for d in n.shape):
                 continue
             if st.kind == "kernel":
-                if eager_layout(fake.get(v)) is None:
-                    known[v] = _contiguous_strides(n.shape)
+                known[v] = dense_strides(n.shape, layouts[v][0]) if v in layouts else _contiguous_strides(n.shape)
                 continue
             val = n.fx.meta.get("val") if n.fx is not None and n.item is None else None
             if (str(n.fx.target) in EXTERN_CONTIGUOUS and isinstance(val, torch.Tensor)
                     and tuple(val.shape) == tuple(n.shape) and val.is_contiguous()):
                 known[v] = _contiguous_strides(n.shape)
     readers.update(v for kind, v in lg.outputs if kind == "node")
+    readers.update(getattr(lg, "expand_outputs", {}).values())
     readers.update(v for pair in lg.mutations for v in pair)
     readers.update(c[0] for c in lg.index_checks)
     return plan_views(lg, host_nodes, known, readers)
@@ -338,7 +306,10 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     graph_outputs = {v for kind, v in lg.outputs if kind == "node"}
     fake = {v: n.meta.get("val") for n, v in lg.fx_value.items()
             if isinstance(v, int) and v in graph_outputs and isinstance(n, torch.fx.Node)}
-    views = _plan_views(lg, steps, inline_hosts, fake)
+    expand = getattr(lg, "expand_outputs", {})  # output -> the value it is an expanded view of (native.to_core)
+    host_nodes = {v for st in steps if st.kind == "host" for v in st.nodes} | set(expand)
+    layouts = kernel_output_layouts(lg, steps, host_nodes, fake)  # graph outputs get eager's strides
+    views = _plan_views(lg, steps, inline_hosts, layouts)
 
     def reads(k: int, st: Step) -> List[int]:
         return views.reads(st.nodes, lg) if k in inline_hosts else _step_reads(lg, st)
@@ -346,6 +317,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     last_use = _last_uses(lg, steps, reads)
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
     L.extend(_check_lines(lg, checked))
+    launches = 0  # kernel steps: counted once per call, before the return
     for k, st in enumerate(steps):
         if k > 0 and last_use.get(k - 1):
             L.append("    del " + ", ".join(f"v{v}" for v in last_use[k - 1]))
@@ -357,25 +329,25 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         if st.kind == "kernel":
             for o in st.outputs:
                 n = lg.nodes[o]
-                layout = eager_layout(fake.get(o))
+                layout = layouts.get(o)
                 static = all(isinstance(d, int) for d in n.shape)
                 if layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
                     L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {_contiguous_strides(n.shape)!r}, "
                              f"{e.const(n.dtype, 'D')})")
                 elif layout is None:
                     L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")
-                else:  # a graph output gets eager's strides (the kernels write any strides)
+                else:  # a graph output (or a view of it) gets eager's strides (the kernels write any strides)
                     perm, inverse = layout
                     dims = ", ".join(_py_size(lg, n.shape[d]) for d in perm)
                     L.append(f"    v{o} = empty(({dims},), dtype={e.const(n.dtype, 'D')}).permute({inverse!r})")
             outs = ", ".join(f"v{o}" for o in st.outputs)
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
-            # profiling hook (bench/README.md): one global read per launch when profiling is off
+            # profiling hook (bench/README.md): one list-slot read per launch when profiling is off
             kname = repr(_profile_name(lg, st, name))
-            L.append(f"    {fn}([{ins}], [{outs}]{extra}) if not PE() else "
+            L.append(f"    {fn}([{ins}], [{outs}]{extra}) if not PF[0] else "
                      f"PL({kname}, {fn}, [{ins}], [{outs}]{extra})  # {st.name}")
-            L.append("    LAUNCHES[0] += 1")
+            launches += 1
         elif st.kind == "host" and k in inline_hosts:
             for v in st.nodes:
                 if v not in views.layout:
@@ -407,6 +379,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     if missing:  # the partition did not materialize an index: a bug in to_core / simple_partition, not a user error
         raise RuntimeError(f"autofuse: gather/scatter index values {[c[0] for c in missing]} are not produced by "
                            f"any step, so their range cannot be checked")
+    for o, u in expand.items():  # outputs eager returns as expanded views: a view here too (zero strides)
+        L.append(f"    v{o} = v{u}.expand({shape_py(lg, lg.nodes[o].shape)})")
     for dst, src in lg.mutations:  # input mutations (functionalization's copy_ into an argument), in graph order
         L.append(f"    v{dst}.copy_(v{src})")
     outs = []
@@ -417,6 +391,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             outs.append(f"({v})")
         else:
             outs.append(e.arg(v))
+    if launches:
+        L.append(f"    LAUNCHES[0] += {launches}")
     L.append(f"    return [{', '.join(outs)}]")
     source = "\n".join(L) + "\n"
     namespace = dict(e.globals)

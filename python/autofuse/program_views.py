@@ -39,6 +39,10 @@ def reinterpret(t: torch.Tensor, sizes, strides, offset: int) -> torch.Tensor:
     return t.as_strided(sizes, strides, t.storage_offset() + offset)
 
 
+#: What generated programs call as ``RT``: torch's function itself when present (no Python frame per view), else
+#: reinterpret.
+RT_FN = _RT if _RT is not None else reinterpret
+
 Layout = Tuple[int, Tuple[int, ...], Tuple[int, ...], int]  # (base variable, sizes, strides, offset in elements)
 
 

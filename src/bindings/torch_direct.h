@@ -3,16 +3,18 @@
 //
 // Why: the attribute path (tensor_convert.cpp, torch_fast_view) makes seven Python-level calls per tensor (dtype,
 // is_cpu, layout, is_neg(), shape, stride(), data_ptr()). Warm they cost about 0.5 us together, but inside a model
-// every launch follows a matmul that has evicted the caches and TLBs, and then each of those calls runs its own cold
-// code path: about 5 us per tensor, 10 us per launch with one input and one output (measured after an addmm over
-// [32,768]x[768,3072], launch6, 2026-11-29; docs/runtime.md). The direct read touches a few fields of one object.
+// most launches run soon after a matmul, and after one every code path runs cold (torch.empty(32, 768): 0.7 us back
+// to back, 11 us after an addmm over [32,768]x[768,3072], 49 us after the GPT-2 vocabulary matmul; no page faults,
+// the same with OMP_WAIT_POLICY=passive or one thread). Then the conversion took 10.7 us per launch with one input and
+// one output; read directly, 2.9 us (launch6, 2026-11-29, quiet machine; docs/demo.md, inference session 6).
 //
 // Compiled in only when the extension is built against the installed torch's headers (CMake option
 // AUTOFUSE_TORCH_DIRECT, on when the building Python imports torch with the C++11 ABI and ships c10 headers); else
-// every function here reports "not available" and the attribute path is used. At first use a self-check compares the
-// direct read with the attribute path on probe tensors (a transposed, offset float32 view, a bfloat16 tensor and an
-// nn.Parameter); any difference turns the direct path off for the process, so a torch whose object layout differs
-// from the one compiled against falls back instead of reading garbage.
+// every function here reports "not available" and the attribute path is used. At first use a self-check compares
+// the direct read with what Python reports (shape, stride(), data_ptr()) on probe tensors (a transposed, offset
+// float32 view, a bfloat16 tensor, an nn.Parameter, an int64 tensor); any difference turns the direct path off for
+// the process, so a torch whose object layout differs from the one compiled against falls back instead of reading
+// garbage.
 #pragma once
 
 #include <Python.h>

@@ -61,6 +61,20 @@ def test_interp_is_seeded_and_summarizes():
     assert run("interp", SOFTMAX, "--seed", 8, "--shape", "s0=3", "--shape", "s1=5").stdout != a.stdout
 
 
+def test_interp_empty_and_all_nan_outputs(tmp_path):
+    """An output with no elements is reported as empty and one whose every element is NaN as all NaN (the summary
+    used to say "(no non-NaN elements)" for both, which is false for an empty output)."""
+    empty = run("interp", SOFTMAX, "--seed", 1, "--shape", "s0=0", "--shape", "s1=5")
+    assert empty.returncode == 0, empty.stderr
+    assert re.search(r"^%out: f32\[0, 5\]  empty \(0 elements\)  nan=0$", empty.stdout, re.M), empty.stdout
+    f = tmp_path / "nan.af"  # sqrt(-|x|) is NaN for every x != 0 (inputs are normal samples)
+    f.write_text("graph g(%x: f32[3, 4]) {\n  %a = abs(%x) : f32[3, 4]\n  %n = neg(%a) : f32[3, 4]\n"
+                 "  %out = sqrt(%n) : f32[3, 4]\n  return %out\n}\n")
+    nan = run("interp", f, "--seed", 3)
+    assert nan.returncode == 0, nan.stderr
+    assert re.search(r"^%out: f32\[3, 4\]  \(all 12 elements are NaN\)  nan=12$", nan.stdout, re.M), nan.stdout
+
+
 def test_interp_usage_errors():
     r = run("interp", SOFTMAX, "--shape", "s9=3")
     assert r.returncode == 2 and "no symbol 's9'" in r.stderr

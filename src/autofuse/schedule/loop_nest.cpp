@@ -131,7 +131,13 @@ Analysis analyze(const Graph& g) {
   std::vector<int> kaxes = nest.kept_axes();
   const int rk = static_cast<int>(kaxes.size());
 
-  // 4. Axis mapping and the domain sizes.
+  // 4. Axis mapping and the domain sizes. An input no node reads and that is not an output is there for its sizes
+  // only (fusion's size inputs: an `iota` of length s1 beside an input of shape [s0, s1, s2]); its dims name no
+  // domain size, else the right-aligned mapping would give the iota's axis the size s2.
+  std::vector<bool> read(n, false);
+  for (size_t i = 0; i < n; ++i)
+    for (ValueId in : g.node(static_cast<ValueId>(i)).inputs) read[static_cast<size_t>(in)] = true;
+  for (ValueId o : g.outputs()) read[static_cast<size_t>(o)] = true;
   nest.values.resize(n);
   nest.domain.assign(static_cast<size_t>(r), Expr(1));
   std::vector<ValueId> size_from(static_cast<size_t>(r), -1);
@@ -148,7 +154,7 @@ Analysis analyze(const Graph& g) {
       int ax = space[i] == Space::K ? kaxes[static_cast<size_t>(rk - rv + j)] : r - rv + j;
       vp.axis_of_dim.push_back(ax);
       const Expr& sz = nd.shape[static_cast<size_t>(j)];
-      if (sz.as_const() == std::optional<int64_t>(1)) continue;
+      if (sz.as_const() == std::optional<int64_t>(1) || (nd.op == OpKind::Input && !read[i])) continue;
       vp.varies[static_cast<size_t>(ax)] = true;
       ValueId& src = size_from[static_cast<size_t>(ax)];
       if (src < 0) {

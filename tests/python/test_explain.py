@@ -1,0 +1,58 @@
+"""explain() compiles its own copy of the function and leaves every other compiled function alone.
+
+It used to call ``torch._dynamo.reset()``, which threw away all compiled code in the process (new-user review): a
+function compiled before explain() then recompiled on its next call. Here the compiled function's next call must
+reuse its code (no new backend graph, no new Dynamo frame compile), also when explain() is given that very function,
+and every explain() call must report a full compile."""
+
+import pytest
+import torch
+
+import autofuse
+from autofuse import backend
+
+pytestmark = pytest.mark.skipif(not backend.has_native_kernels(),
+                                reason="needs native kernels (autofuse._core built and a C++ compiler)")
+
+
+def _gelu_scale(x):
+    return torch.nn.functional.gelu(x) * 3
+
+
+def _softmax_plus(x):
+    return torch.softmax(x, -1) + 1
+
+
+def _frames_compiled() -> int:
+    from torch._dynamo.utils import counters
+
+    return sum(counters["frames"].values())
+
+
+@pytest.mark.parametrize("explained", ["other", "same", "module"])
+def test_explain_keeps_other_compiled_code(explained):
+    torch._dynamo.reset()
+    x = torch.randn(8, 16)
+    compiled = torch.compile(_gelu_scale, backend="autofuse")
+    first = compiled(x)
+    n_records, n_frames = len(backend.RECORDS), _frames_compiled()
+    target = {"other": _softmax_plus, "same": _gelu_scale,
+              "module": torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())}[explained]
+    rep = autofuse.explain(target, x)
+    assert rep.graph_count >= 1 and rep.kernel_count >= 1, str(rep)
+    torch.testing.assert_close(rep.output, target(x))
+    n_records, n_frames = len(backend.RECORDS), _frames_compiled()
+    again = compiled(x)  # must run the code compiled before explain(): nothing new compiled
+    assert len(backend.RECORDS) == n_records, [r.name for r in backend.RECORDS[n_records:]]
+    assert _frames_compiled() == n_frames
+    torch.testing.assert_close(again, first, rtol=0, atol=0)
+
+
+def test_explain_twice_reports_a_full_compile_each_time():
+    torch._dynamo.reset()
+    x = torch.randn(4, 32)
+    a = autofuse.explain(_softmax_plus, x)
+    b = autofuse.explain(_softmax_plus, x)
+    assert a.graph_count == b.graph_count >= 1
+    assert [k.ops for k in a.kernels] == [k.ops for k in b.kernels] and a.kernel_count >= 1
+    assert b.lowered_ops == a.lowered_ops and sum(b.lowered_ops.values()) > 0

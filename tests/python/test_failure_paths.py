@@ -1,0 +1,161 @@
+"""Failure paths of the backend, each in a child process with its own kernel cache (failure_child.py): a missing C++
+compiler, a compiler that fails on one member of a batched compile, corrupt cache entries, and the debug dumps
+(AUTOFUSE_DEBUG_DIR, AUTOFUSE_DFX_FLAGS, TORCH_COMPILE_DEBUG=1, an unwritable dump directory). As the README says,
+a kernel that cannot be compiled runs its ops in ATen with a warning (AUTOFUSE_STRICT=1: an error), a corrupt
+entry is rebuilt, and no case may crash the process or change the result."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import autofuse
+from autofuse import backend
+
+pytestmark = pytest.mark.skipif(not backend.has_native_kernels(),
+                                reason="needs native kernels (autofuse._core built and a C++ compiler)")
+
+CHILD = pathlib.Path(__file__).with_name("failure_child.py")
+
+#: A C++ compiler that fails on any source holding a tanh op (the generated code tags each op: ``// tanh v3``); it
+#: logs the source files it is given to ``<itself>.log``.
+FAILING_CXX = """#!/bin/sh
+for a in "$@"; do
+  case "$a" in *.cpp) echo "$a" >> "$0.log";; esac
+  case "$a" in *.cpp) if grep -q "// tanh v" "$a"; then echo "injected failure: tanh kernel" >&2; exit 1; fi;; esac
+done
+exec g++ "$@"
+"""
+
+
+def run_child(tmp_path, cwd=None, **env_vars):
+    env = dict(os.environ, AUTOFUSE_CACHE_DIR=str(tmp_path / "cache"), AUTOFUSE_AOT_CACHE="0",
+               TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    for k in ("AUTOFUSE_STRICT", "AUTOFUSE_DEBUG_DIR", "AUTOFUSE_DFX_FLAGS", "TORCH_COMPILE_DEBUG",
+              "AUTOFUSE_FORCE_DISABLE_CACHES", "CXX"):
+        env.pop(k, None)
+    env.update({k: str(v) for k, v in env_vars.items()})
+    # the child imports the autofuse this test imported (the cwd changes, so a relative PYTHONPATH would not do)
+    env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(autofuse.__file__).resolve().parents[1])]
+                                        + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    r = subprocess.run([sys.executable, str(CHILD)], capture_output=True, text=True, env=env, timeout=600,
+                       cwd=str(cwd or tmp_path))
+    assert r.returncode == 0, f"child exited with {r.returncode}\n{r.stderr[-3000:]}"
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_baseline_compiles_both_kernels(tmp_path):
+    res = run_child(tmp_path)
+    assert res["ok"] and res["err"] is None and res["warnings"] == []
+    assert res["modes"] == ["kernels"] and len(res["compiled"]) == 2 and res["fallen_back"] == []
+
+
+@pytest.mark.parametrize("fresh_machine", [False, True])
+def test_missing_compiler_falls_back_with_a_warning(tmp_path, fresh_machine):
+    extra = {"AUTOFUSE_MACHINE_DIR": tmp_path / "machine"} if fresh_machine else {}
+    res = run_child(tmp_path, CXX="/nonexistent/bin/g++", **extra)
+    assert res["ok"] is True and res["err"] is None
+    assert res["compiled"] == [] and len(res["fallen_back"]) == 2
+    assert res["warnings"] and all("not found in PATH" in w for w in res["warnings"]), res["warnings"]
+
+
+def test_missing_compiler_raises_in_strict_mode(tmp_path):
+    res = run_child(tmp_path, CXX="/nonexistent/bin/g++", AUTOFUSE_STRICT=1)
+    assert res["ok"] is None and "CompileError" in res["err"] and "not found in PATH" in res["err"]
+
+
+def _failing_cxx(tmp_path) -> pathlib.Path:
+    cxx = tmp_path / "cxx"
+    cxx.write_text(FAILING_CXX)
+    cxx.chmod(0o755)
+    return cxx
+
+
+def test_batch_member_failure_falls_back_alone(tmp_path):
+    """One compile thread puts both kernels in one translation unit; the injected failure fails that batch, the
+    runtime then compiles each kernel alone: the softmax kernel compiles, the tanh kernel runs in ATen."""
+    res = run_child(tmp_path, CXX=_failing_cxx(tmp_path), AUTOFUSE_COMPILE_THREADS=1)
+    assert res["ok"] is True and res["err"] is None
+    assert len(res["compiled"]) == 1 and len(res["fallen_back"]) == 1, res
+    assert len(res["warnings"]) == 1 and "injected failure: tanh kernel" in res["warnings"][0]
+    sources = [pathlib.Path(p).name for p in (tmp_path / "cxx.log").read_text().split()]
+    assert sources[0] == "batch.cpp" and sorted(sources[1:]) == ["k0.cpp", "k1.cpp"], sources
+
+
+def test_batch_member_failure_raises_in_strict_mode(tmp_path):
+    res = run_child(tmp_path, CXX=_failing_cxx(tmp_path), AUTOFUSE_COMPILE_THREADS=1, AUTOFUSE_STRICT=1)
+    assert res["ok"] is None and "CompileError" in res["err"] and "injected failure" in res["err"]
+
+
+def _corrupt_random(path: pathlib.Path, files):
+    for f in files:
+        f.write_bytes(os.urandom(100))
+
+
+def _corrupt_empty(path, files):
+    for f in files:
+        f.write_bytes(b"")
+
+
+def _corrupt_swap(path, files):
+    a, b = files[0].read_bytes(), files[1].read_bytes()
+    files[0].write_bytes(b)
+    files[1].write_bytes(a)
+
+
+def _corrupt_meta(path, files):
+    for f in path.rglob("meta"):
+        f.write_text("garbage\n")
+
+
+@pytest.mark.parametrize("how", ["random", "empty", "swap", "meta"])
+def test_corrupt_cache_entries_are_rebuilt(tmp_path, how):
+    first = run_child(tmp_path)
+    assert first["ok"] and first["stats"]["compiles"] == 2
+    cache = tmp_path / "cache"
+    sos = sorted(cache.rglob("kernel.so"))
+    assert len(sos) == 2
+    {"random": _corrupt_random, "empty": _corrupt_empty, "swap": _corrupt_swap, "meta": _corrupt_meta}[how](cache, sos)
+    res = run_child(tmp_path)
+    assert res["ok"] is True and res["err"] is None and res["warnings"] == []
+    assert len(res["compiled"]) == 2 and res["stats"]["rebuilt_corrupt"] == 2, res["stats"]
+    again = run_child(tmp_path)  # the rebuilt entries are good
+    assert again["ok"] and again["stats"]["disk_hits"] == 2 and again["stats"]["compiles"] == 0
+
+
+def _dumped_kernels(root: pathlib.Path):
+    return sorted(p.name for p in root.rglob("autofused_*") if p.is_dir())
+
+
+def test_debug_dir_dump(tmp_path):
+    res = run_child(tmp_path, AUTOFUSE_DEBUG_DIR=tmp_path / "dbg")
+    assert res["ok"] and res["warnings"] == [] and len(res["compiled"]) == 2
+    kernels = _dumped_kernels(tmp_path / "dbg")
+    assert len(kernels) == 2 and any("tanh" in k for k in kernels)
+    assert list((tmp_path / "dbg").rglob("summary.txt"))
+
+
+def test_dfx_flags_dump(tmp_path):
+    res = run_child(tmp_path, AUTOFUSE_DFX_FLAGS=f"--codegen_compile_debug=true;--debug_dir={tmp_path / 'dfx'}")
+    assert res["ok"] and len(_dumped_kernels(tmp_path / "dfx")) == 2
+    res = run_child(tmp_path, AUTOFUSE_DFX_FLAGS="--codegen_compile_debug=true")  # default dir: ./autofuse_debug
+    assert res["ok"] and len(_dumped_kernels(tmp_path / "autofuse_debug")) == 2
+
+
+def test_torch_compile_debug_dump(tmp_path):
+    res = run_child(tmp_path, TORCH_COMPILE_DEBUG=1)
+    assert res["ok"] and len(res["compiled"]) == 2
+    kernels = [p for p in (tmp_path / "torch_compile_debug").rglob("autofused_*") if p.is_dir()]
+    assert len(kernels) == 2 and all(p.parent.parent.name == "autofuse" for p in kernels)
+
+
+def test_unwritable_debug_dir_warns_and_keeps_the_kernels(tmp_path):
+    """A dump directory that cannot be created used to send the whole graph to eager ATen (with a misleading
+    "could not be traced" warning); now the dump is skipped with a warning and the kernels run."""
+    (tmp_path / "afile").write_text("")
+    res = run_child(tmp_path, AUTOFUSE_DEBUG_DIR=tmp_path / "afile" / "sub")
+    assert res["ok"] is True and res["modes"] == ["kernels"] and len(res["compiled"]) == 2
+    assert len(res["warnings"]) == 1 and "could not write the debug dump" in res["warnings"][0]
