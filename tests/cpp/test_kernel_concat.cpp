@@ -7,6 +7,7 @@
 // (AUTOFUSE_TEST_SEED=N replays).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "autofuse/codegen/kernel.h"
@@ -199,6 +200,82 @@ TEST(KernelConcat, RejectsMismatchedOperands) {
   HostTensor x7 = HostTensor::empty(DType::Float32, {2, 7}), z6 = HostTensor::empty(DType::Float32, {2, 6});
   EXPECT_THROW(k->run({a, b, c, x7, w}, {z6, y}), IRError);
   EXPECT_EQ(k->output_sizes({a, b, c, x7, w}), (std::vector<std::vector<int64_t>>{{2, 7}, {2, 7}}));
+}
+
+/// A random graph with one concat: K sources (each an elementwise chain over an input of its own width, constant or
+/// symbolic, maybe with an operand broadcast along the axis), the concat along a random axis, then an elementwise
+/// chain with full-width and broadcast operands; the concat itself is sometimes also an output.
+Graph random_concat_graph(std::mt19937_64& rng) {
+  const DType dt = coin(rng, 0.5) ? DType::Float32 : DType::BFloat16;
+  const int rank = uni(rng, 1, 3), axis = uni(rng, 0, rank - 1), K = uni(rng, 2, 3);
+  Graph g("rcat");
+  Shape base;
+  for (int d = 0; d < rank; ++d)
+    base.push_back(coin(rng, 0.3) ? Expr(uni(rng, 1, 5)) : Expr::sym("s" + std::to_string(d)));
+  int names = 0;
+  auto input = [&](Shape shape) { return g.add_input("in" + std::to_string(names++), dt, std::move(shape)); };
+  auto unary = [&](ValueId x) {
+    switch (uni(rng, 0, 3)) {
+      case 0:
+        return g.add(OpKind::Neg, {x});
+      case 1:
+        return g.add(OpKind::Abs, {x});
+      case 2:
+        return g.add(OpKind::Tanh, {x});
+      default:
+        return g.add(OpKind::Mul, {x, g.constant(Scalar::of_float(0.5), dt)});
+    }
+  };
+  auto binary = [&](ValueId x, ValueId y) {
+    const OpKind ops[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Maximum};
+    return coin(rng, 0.5) ? g.add(ops[uni(rng, 0, 3)], {x, y}) : g.add(ops[uni(rng, 0, 3)], {y, x});
+  };
+  auto chain = [&](ValueId x, Shape shape) {
+    for (int steps = uni(rng, 0, 2); steps > 0; --steps) {
+      const int kind = uni(rng, 0, 2);
+      if (kind == 0) {
+        x = unary(x);
+      } else {
+        Shape other = shape;
+        if (kind == 2) other[static_cast<size_t>(axis)] = Expr(1);  // broadcast along the concat axis
+        x = binary(x, input(other));
+      }
+    }
+    return x;
+  };
+  std::vector<ValueId> sources;
+  for (int j = 0; j < K; ++j) {
+    Shape shape = base;
+    shape[static_cast<size_t>(axis)] =
+        coin(rng, 0.5) ? Expr::sym("w" + std::to_string(j)) : Expr(pick(std::vector<int>{1, 3, 16}, rng));
+    sources.push_back(chain(input(shape), shape));
+  }
+  Attrs attrs;
+  attrs["axis"] = AttrValue(static_cast<int64_t>(coin(rng, 0.5) ? axis : axis - rank));
+  const ValueId cat = g.add(OpKind::Concat, sources, attrs);
+  const Shape full = g.node(cat).shape;
+  ValueId y = chain(cat, full);
+  if (y == cat || coin(rng, 0.5)) y = binary(y, input(full));
+  std::vector<ValueId> outs = {y};
+  if (coin(rng, 0.3)) outs.push_back(cat);
+  g.set_outputs(outs);
+  return g;
+}
+
+TEST(KernelConcat, RandomGraphsMatchInterpreter) {
+  // 12 graphs (each compiles its own segment kernels); AUTOFUSE_CONCAT_FUZZ_GRAPHS=N for a longer run.
+  const char* env = std::getenv("AUTOFUSE_CONCAT_FUZZ_GRAPHS");
+  const int graphs = env ? std::atoi(env) : 12;
+  auto rng = seeded_rng();
+  for (int i = 0; i < graphs; ++i) {
+    RandomGraph rg;
+    rg.graph = random_concat_graph(rng);
+    SCOPED_TRACE("graph " + std::to_string(i) + ":\n" + rg.graph.str());
+    ASSERT_EQ(kernel_unsupported_reason(rg.graph), std::nullopt);
+    rg.exact.assign(rg.graph.outputs().size(), false);
+    rg.tol.assign(rg.graph.outputs().size(), -1.0);
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(run_case(rg, random_bindings(rg.graph, rng), rng), "") << "case " << c;
+  }
 }
 
 // The backend's rotary pattern through fusion: slices stay host views, neg + concat + mul + add become one kernel.

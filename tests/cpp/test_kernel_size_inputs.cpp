@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autofuse/codegen/kernel.h"
+#include "autofuse/driver/compiled_graph.h"
 #include "autofuse/ir/parser.h"
 
 namespace autofuse {
@@ -42,6 +43,30 @@ TEST(KernelSizeInputs, IotaLengthFollowsItsSymbolNotTheSizeInputsLastDim) {
       std::vector<int64_t> got = run_guarded(*k, {x});
       ASSERT_EQ(static_cast<int64_t>(got.size()), shape[static_cast<size_t>(axis)]) << sym;
       for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], static_cast<int64_t>(i)) << sym << " at " << i;
+    }
+  }
+}
+
+// Two sizes on one loop axis that are not provably equal (iotas of lengths s0 and s1) cannot share a kernel: one loop
+// to s0 wrote s0 elements into the s1-element output (a crash in `autofuse run` with s0=1000, s1=3). The kernel is
+// refused with a reason naming both sizes, and the graph driver runs them as two kernels with exact sizes.
+TEST(KernelSizeInputs, UnequalSymbolsOnOneAxisAreNotOneKernel) {
+  Graph g = parse_graph(
+      "graph k(%x: f32[s0, s1]) {\n"
+      "  %a = iota() {length=s0, start=0, step=1, dtype=i64} : i64[s0]\n"
+      "  %b = iota() {length=s1, start=0, step=1, dtype=i64} : i64[s1]\n"
+      "  return %a, %b\n}\n");
+  auto why = kernel_unsupported_reason(g);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("not provably equal"), std::string::npos) << *why;
+  CompiledGraph cg = CompiledGraph::compile(g);
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{1000, 3}, {3, 1000}, {1, 0}}) {
+    auto out = cg.run({HostTensor::empty(DType::Float32, shape)});
+    ASSERT_EQ(out.size(), 2u);
+    for (size_t o = 0; o < 2; ++o) {
+      ASSERT_EQ(out[o].sizes, std::vector<int64_t>{shape[o]});
+      const auto* p = static_cast<const int64_t*>(out[o].data);
+      for (int64_t i = 0; i < shape[o]; ++i) EXPECT_EQ(p[i], i) << "output " << o << " at " << i;
     }
   }
 }

@@ -35,7 +35,9 @@ std::string joined_source(const std::vector<std::shared_ptr<Kernel>>& parts) {
 HostTensor narrow(const HostTensor& t, int dim, int64_t offset, int64_t width) {
   HostTensor s = t;
   const size_t d = static_cast<size_t>(dim);
-  s.data = static_cast<char*>(t.data) + offset * t.strides[d] * dtype_size(t.dtype);
+  const int64_t bytes = offset * t.strides[d] * dtype_size(t.dtype);
+  // An empty tensor may have no storage (null data): nothing is read through it, and null + offset would be UB.
+  if (bytes != 0 && t.data != nullptr) s.data = static_cast<char*>(t.data) + bytes;
   s.sizes[d] = width;
   return s;
 }

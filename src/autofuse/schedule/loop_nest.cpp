@@ -160,9 +160,12 @@ Analysis analyze(const Graph& g) {
       if (src < 0) {
         src = static_cast<ValueId>(i);
         nest.domain[static_cast<size_t>(ax)] = sz;
-      } else if (sym_eq(nest.domain[static_cast<size_t>(ax)], sz) == Tri::False) {
+      } else if (sym_eq(nest.domain[static_cast<size_t>(ax)], sz) != Tri::True) {
+        // Sizes not provably equal (two symbols, e.g. iotas of lengths s0 and s1) cannot share a loop: the loop
+        // would run to one of them and write past the other's buffer.
         return fail(where(g, static_cast<ValueId>(i)) + ": size " + sz.str() + " on domain axis " + std::to_string(ax) +
-                    " conflicts with size " + nest.domain[static_cast<size_t>(ax)].str() + " of " + where(g, src));
+                    " is not provably equal to size " + nest.domain[static_cast<size_t>(ax)].str() + " of " +
+                    where(g, src));
       }
     }
   }

@@ -111,7 +111,7 @@ class Emitter {
   void decompose_row(const std::vector<int>& axes) {
     for (size_t j = axes.size(); j-- > 0;) {
       int a = axes[j];
-      line("const int64_t i" + s(a) + " = af_rowidx(rest, n" + s(a) + ");");
+      line("const int64_t i" + s(a) + " = rest % n" + s(a) + "; rest /= n" + s(a) + ";");
     }
     for (int a : axes) advance_offsets(a, "ob");
   }
@@ -249,7 +249,8 @@ class Emitter {
   void emit_next_row_offsets() {
     const std::vector<int> ko = nest_.kept_axes();
     line("int64_t nrest = row + AF_PF_AHEAD < row_end ? row + AF_PF_AHEAD : row;");
-    for (size_t j = ko.size(); j-- > 0;) line("const int64_t j" + s(ko[j]) + " = af_rowidx(nrest, n" + s(ko[j]) + ");");
+    for (size_t j = ko.size(); j-- > 0;)
+      line("const int64_t j" + s(ko[j]) + " = nrest % n" + s(ko[j]) + "; nrest /= n" + s(ko[j]) + ";");
     line("(void)nrest;");
     for (size_t k : prefetched_operands()) {
       std::string e = "0";
