@@ -120,7 +120,15 @@ def compile_threads() -> int:
     """
     env = os.environ.get("AUTOFUSE_COMPILE_THREADS", "")
     if env.strip():
-        return max(1, int(env))
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return n
+        import warnings
+        warnings.warn(f"AUTOFUSE_COMPILE_THREADS={env!r} is not a positive integer; using the core count",
+                      RuntimeWarning, stacklevel=2)
     return max(1, os.cpu_count() or 1)
 
 

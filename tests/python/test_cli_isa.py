@@ -1,4 +1,5 @@
-"""Every IR file of tests/ir compiles and matches the interpreter under each kernel ISA (`AUTOFUSE_ISA`).
+"""Every IR file of tests/ir compiles and matches the interpreter under each kernel ISA (`AUTOFUSE_ISA`); bad
+kernel-build settings in the environment warn instead of failing the graph.
 
 The host probe picks avx512 on the development machine, so the avx2 and scalar code paths of the kernel helpers
 (af_kernel.inc) are only compiled when a test asks for them: softmax failed to compile under avx2 and scalar (no
@@ -29,3 +30,17 @@ def test_ir_file_compiles_and_matches_under_isa(path, isa):
                        timeout=300)
     assert r.returncode == 0, f"{path.name} under {isa}:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
     assert " ok" in r.stdout and "mismatch" not in r.stdout.lower(), r.stdout[-2000:]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1"])
+def test_bad_compile_threads_warns_and_uses_the_core_count(monkeypatch, value):
+    # A bad AUTOFUSE_COMPILE_THREADS used to raise ValueError inside the backend, which sent the whole graph to eager
+    # ATen with a misleading "could not be traced" warning (new-user review finding 7).
+    from autofuse import native
+
+    monkeypatch.setenv("AUTOFUSE_COMPILE_THREADS", value)
+    with pytest.warns(RuntimeWarning, match="AUTOFUSE_COMPILE_THREADS"):
+        n = native.compile_threads()
+    assert n == max(1, os.cpu_count() or 1)
+    monkeypatch.setenv("AUTOFUSE_COMPILE_THREADS", "3")
+    assert native.compile_threads() == 3
