@@ -20,6 +20,12 @@
 
 namespace autofuse::kernel_testing {
 
+/// `text` (an IR graph template) with every "DT" replaced by the dtype name `dt` ("f32", "bf16", ...).
+inline std::string with_dtype(std::string text, const std::string& dt) {
+  for (size_t p = text.find("DT"); p != std::string::npos; p = text.find("DT", p + dt.size())) text.replace(p, 2, dt);
+  return text;
+}
+
 /// Restores the thread count and the forced tiling kind at scope exit (tests that change either).
 struct TilingRestore {
   int threads = get_num_threads();

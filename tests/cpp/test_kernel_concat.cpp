@@ -23,11 +23,6 @@ namespace {
 
 using namespace kernel_testing;
 
-std::string with_dtype(std::string text, const std::string& dt) {
-  for (size_t p = text.find("DT"); p != std::string::npos; p = text.find("DT", p + dt.size())) text.replace(p, 2, dt);
-  return text;
-}
-
 // rotate_half for q and k: x*cos + concat(-x2, x1)*sin, the halves given as inputs (views of x in the backend).
 const char* kRotary = R"(
 graph rotary(%q: DT[s0, s1, 2*s2], %k: DT[s0, s1, 2*s2], %cos: DT[s1, 2*s2], %sin: DT[s1, 2*s2],

@@ -22,12 +22,6 @@ namespace {
 
 using namespace kernel_testing;
 
-/// `text` with every "DT" replaced by the dtype name.
-std::string with_dtype(std::string text, const std::string& dt) {
-  for (size_t p = text.find("DT"); p != std::string::npos; p = text.find("DT", p + dt.size())) text.replace(p, 2, dt);
-  return text;
-}
-
 // Layer-norm backward, output_mask all True (aten.native_layer_norm_backward's decomposition).
 const char* kLayerNormBackward = R"(
 graph ln_backward(%grad_out: DT[s0, s1], %x: DT[s0, s1], %mean: DT[s0, 1], %rstd: DT[s0, 1], %weight: DT[s1]) {

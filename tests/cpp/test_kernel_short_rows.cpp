@@ -24,32 +24,27 @@ using kernel_testing::default_tolerance;
 using kernel_testing::Layout;
 using kernel_testing::make_tensor;
 using kernel_testing::run_kernel;
+using kernel_testing::with_dtype;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string with_dtype(std::string text, const std::string& dt) {
-  for (size_t at; (at = text.find("T[")) != std::string::npos;) text.replace(at, 1, dt);
-  for (size_t at; (at = text.find("dtype=T")) != std::string::npos;) text.replace(at + 6, 1, dt);
-  return text;
-}
 
 DType dtype_of(const std::string& dt) {
   return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : DType::BFloat16;
 }
 
-const char* kSoftmax = R"(graph softmax(%x: T[s0, s1]) {
+const char* kSoftmax = R"(graph softmax(%x: DT[s0, s1]) {
   %xf = cast(%x) {dtype=f32}
   %m = amax(%xf) {axes=[1], keepdim=true}
   %d = sub(%xf, %m)
   %e = exp(%d)
   %s = sum(%e) {axes=[1], keepdim=true}
   %y = div(%e, %s)
-  %yt = cast(%y) {dtype=T}
+  %yt = cast(%y) {dtype=DT}
   return %yt, %m
 })";
 
-const char* kLayerNorm = R"(graph layer_norm(%x: T[s0, s1], %w: T[s1], %b: T[s1]) {
+const char* kLayerNorm = R"(graph layer_norm(%x: DT[s0, s1], %w: DT[s1], %b: DT[s1]) {
   %xf = cast(%x) {dtype=f32}
   %mu = mean(%xf) {axes=[1], keepdim=true}
   %v = var(%xf) {axes=[1], keepdim=true, correction=0}
@@ -62,11 +57,11 @@ const char* kLayerNorm = R"(graph layer_norm(%x: T[s0, s1], %w: T[s1], %b: T[s1]
   %bf = cast(%b) {dtype=f32}
   %s = mul(%n, %wf)
   %y = add(%s, %bf)
-  %yt = cast(%y) {dtype=T}
+  %yt = cast(%y) {dtype=DT}
   return %yt, %r
 })";
 
-const char* kRmsNorm = R"(graph rms_norm(%x: T[s0, s1], %w: T[s1]) {
+const char* kRmsNorm = R"(graph rms_norm(%x: DT[s0, s1], %w: DT[s1]) {
   %xf = cast(%x) {dtype=f32}
   %q = mul(%xf, %xf)
   %ms = mean(%q) {axes=[1], keepdim=true}
@@ -76,7 +71,7 @@ const char* kRmsNorm = R"(graph rms_norm(%x: T[s0, s1], %w: T[s1]) {
   %n = mul(%xf, %r)
   %wf = cast(%w) {dtype=f32}
   %y = mul(%n, %wf)
-  %yt = cast(%y) {dtype=T}
+  %yt = cast(%y) {dtype=DT}
   return %yt
 })";
 
@@ -127,17 +122,17 @@ TEST(KernelShortRows, RowMaxWithoutNaNSelectsKeepsEagerNaNs) {
   // softmax and log-softmax whose max is not an output accumulate it with af_max_nonan (row_max_without_nan_select):
   // a NaN anywhere in the row must still make the whole row NaN, through the row sum; +inf / -inf rows keep the
   // exact max. Graphs where the difference x - max reaches an output without a sum keep the NaN-propagating max.
-  const std::string sm = R"(graph sm(%x: T[s0, s1]) {
+  const std::string sm = R"(graph sm(%x: DT[s0, s1]) {
     %xf = cast(%x) {dtype=f32}
     %m = amax(%xf) {axes=[1], keepdim=true}
     %d = sub(%xf, %m)
     %e = exp(%d)
     %s = sum(%e) {axes=[1], keepdim=true}
     %y = div(%e, %s)
-    %yt = cast(%y) {dtype=T}
+    %yt = cast(%y) {dtype=DT}
     return %yt
   })";
-  const std::string lsm = R"(graph lsm(%x: T[s0, s1]) {
+  const std::string lsm = R"(graph lsm(%x: DT[s0, s1]) {
     %xf = cast(%x) {dtype=f32}
     %m = amax(%xf) {axes=[1], keepdim=true}
     %d = sub(%xf, %m)
@@ -145,10 +140,10 @@ TEST(KernelShortRows, RowMaxWithoutNaNSelectsKeepsEagerNaNs) {
     %s = sum(%e) {axes=[1], keepdim=true}
     %l = log(%s)
     %y = sub(%d, %l)
-    %yt = cast(%y) {dtype=T}
+    %yt = cast(%y) {dtype=DT}
     return %yt
   })";
-  const std::string centred = R"(graph centred(%x: T[s0, s1]) {
+  const std::string centred = R"(graph centred(%x: DT[s0, s1]) {
     %m = amax(%x) {axes=[1], keepdim=true}
     %d = sub(%x, %m)
     return %d

@@ -42,18 +42,24 @@ namespace {
 std::optional<SpaceRefusal> check_one_nest(const Graph& g, const std::vector<ValueId>& members,
                                            const std::vector<ValueId>& outputs, IterSpace* out);
 
-/// The cross-row form of a node set, if the code generator accepts it (fills `out`).
-bool accepts_outer(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& outputs,
-                   IterSpace* out) {
+/// The node set as a stand-alone graph named "candidate": its inputs are the values members read from outside the
+/// set, in id order. Throws IRError as build_subgraph does.
+Graph candidate_subgraph(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& outputs) {
   std::unordered_set<ValueId> in_group(members.begin(), members.end());
   std::vector<ValueId> inputs;
   for (ValueId v : members)
     for (ValueId u : g.node(v).inputs)
       if (!in_group.count(u) && std::find(inputs.begin(), inputs.end(), u) == inputs.end()) inputs.push_back(u);
   std::sort(inputs.begin(), inputs.end());
+  return build_subgraph(g, "candidate", members, inputs, outputs);
+}
+
+/// The cross-row form of a node set, if the code generator accepts it (fills `out`).
+bool accepts_outer(const Graph& g, const std::vector<ValueId>& members, const std::vector<ValueId>& outputs,
+                   IterSpace* out) {
   std::optional<OuterPlan> plan;
   try {
-    plan = plan_outer_reductions(build_subgraph(g, "candidate", members, inputs, outputs));
+    plan = plan_outer_reductions(candidate_subgraph(g, members, outputs));
   } catch (const IRError&) {
     return false;
   }
@@ -71,16 +77,9 @@ bool accepts_outer(const Graph& g, const std::vector<ValueId>& members, const st
 /// (schedule/concat_split.h); the domain is the full-width one (that of the outputs).
 std::optional<SpaceRefusal> check_concat(const Graph& g, const std::vector<ValueId>& members,
                                          const std::vector<ValueId>& outputs, IterSpace* out) {
-  std::unordered_set<ValueId> in_group(members.begin(), members.end());
-  std::vector<ValueId> inputs;
-  for (ValueId v : members)
-    for (ValueId u : g.node(v).inputs)
-      if (!in_group.count(u) && std::find(inputs.begin(), inputs.end(), u) == inputs.end()) inputs.push_back(u);
-  std::sort(inputs.begin(), inputs.end());
   std::string why;
   try {
-    if (!plan_concat_split(build_subgraph(g, "candidate", members, inputs, outputs), &why))
-      return SpaceRefusal{nf::kDomain, why};
+    if (!plan_concat_split(candidate_subgraph(g, members, outputs), &why)) return SpaceRefusal{nf::kDomain, why};
   } catch (const IRError& e) {
     return SpaceRefusal{nf::kDomain, e.what()};
   }
