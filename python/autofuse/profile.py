@@ -15,7 +15,10 @@ compulsory traffic, not what the caches actually moved.
 
 Bandwidth reference: ``copy_bandwidth_gbs()`` times a large out-of-place-free copy (``dst.copy_(src)`` with torch
 when importable, else numpy), counting read + write bytes, median of several runs; measured once per process
-(``AUTOFUSE_PROFILE_BANDWIDTH_GBS`` overrides it). The bench harness uses the same function.
+(``AUTOFUSE_PROFILE_BANDWIDTH_GBS`` overrides it). The bench harness uses the same function. The profile's own
+table uses ``reference_bandwidth_gbs()``: the machine model's copy bandwidth (probed once per machine on a quiet
+moment, ``autofuse machine``) when there is one, so that a table printed at exit under load is not measured against
+a copy timed under that load; else the copy measured now.
 """
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ class Profile:
         gbs ((read + written) / time, 1e9 bytes/s) and pct_bw (gbs as % of ``bandwidth_gbs``; measured with
         copy_bandwidth_gbs() when None, and only if there is a record)."""
         if bandwidth_gbs is None and self.kernels:
-            bandwidth_gbs = copy_bandwidth_gbs()
+            bandwidth_gbs = reference_bandwidth_gbs()[0]
         out = []
         for name, s in self.kernels.items():
             gbs = (s.bytes_read + s.bytes_written) / s.seconds / 1e9 if s.seconds > 0 else float("nan")
@@ -96,7 +99,7 @@ class Profile:
         """The rows() as a fixed-width text table, with the bandwidth reference in the last line."""
         if not self.kernels:
             return "autofuse profile: no kernel launches recorded"
-        bw = bandwidth_gbs if bandwidth_gbs is not None else copy_bandwidth_gbs()
+        bw, source = (bandwidth_gbs, "given") if bandwidth_gbs is not None else reference_bandwidth_gbs()
         head = f"{'kernel':<40} {'calls':>7} {'total ms':>10} {'mean us':>10} {'read MB':>9} {'write MB':>9} " \
                f"{'GB/s':>7} {'% bw':>6}"
         lines = ["autofuse profile (per kernel; bytes = unique inputs + outputs)", head, "-" * len(head)]
@@ -105,7 +108,7 @@ class Profile:
                          f"{r['bytes_read'] / 1e6:>9.2f} {r['bytes_written'] / 1e6:>9.2f} {r['gbs']:>7.2f} "
                          f"{r['pct_bw']:>6.1f}")
         lines.append(f"total {self.total_seconds() * 1e3:.3f} ms over {sum(s.calls for s in self.kernels.values())} "
-                     f"launches; bandwidth reference {bw:.2f} GB/s (copy, read + write)")
+                     f"launches; bandwidth reference {bw:.2f} GB/s (copy, read + write; {source})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -199,6 +202,25 @@ def copy_bandwidth_gbs(nbytes: int = 256 << 20, repeats: int = 7) -> float:
     if default:
         _bandwidth_cache = value
     return value
+
+
+def reference_bandwidth_gbs() -> tuple[float, str]:
+    """The copy bandwidth (GB/s, read + write counted) the profile table compares kernels with, and where it came
+    from: ``AUTOFUSE_PROFILE_BANDWIDTH_GBS`` when set; else the machine model's DRAM copy bandwidth
+    (``_core.machine_info``: measured once per machine and kept in ``AUTOFUSE_MACHINE_DIR``) when it is measured;
+    else ``copy_bandwidth_gbs()`` now."""
+    env = os.environ.get("AUTOFUSE_PROFILE_BANDWIDTH_GBS")
+    if env:
+        return float(env), "AUTOFUSE_PROFILE_BANDWIDTH_GBS"
+    try:
+        from . import _core
+
+        mi = _core.machine_info(False)
+        if mi.get("copy_gbps", 0) > 0:
+            return float(mi["copy_gbps"]), "machine model"
+    except Exception:  # noqa: BLE001 - no extension or no model: measure instead
+        pass
+    return copy_bandwidth_gbs(), "measured now"
 
 
 def fresh_copy_bandwidth_gbs(nbytes: int = 256 << 20, repeats: int = 7) -> float:
