@@ -145,7 +145,7 @@ TEST(KernelConcat, RefusesWhatCannotBeSplit) {
       %s = sum(%c) {axes=[1], keepdim=true}
       return %s
     })")
-                .find("cannot be split"),
+                .find("cannot share a kernel with the graph's concat"),
             std::string::npos);
   // Nested concats.
   EXPECT_NE(reason(R"(graph g(%a: f32[4, 3], %b: f32[4, 5]) {

@@ -39,8 +39,9 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
     const bool ok = c == OpCategory::Elementwise || c == OpCategory::Broadcast || nd.op == OpKind::Concat ||
                     nd.op == OpKind::Input || nd.op == OpKind::Constant || nd.op == OpKind::Full;
     if (!ok)
-      return fail(where(static_cast<ValueId>(i)) + ": a kernel with concat is split along the concat axis into " +
-                  "elementwise segments; op " + std::string(nd.info().name) + " cannot be split");
+      return fail(where(static_cast<ValueId>(i)) + ": op " + std::string(nd.info().name) +
+                  " cannot share a kernel with the graph's concat (such a kernel is split along the concat axis into " +
+                  "elementwise segments)");
     r = std::max(r, static_cast<int>(nd.shape.size()));
     if (nd.op == OpKind::Concat) concats.push_back(static_cast<ValueId>(i));
   }
