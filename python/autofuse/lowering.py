@@ -84,6 +84,9 @@ class LoweredGraph:
     #: index range checks of lowered gathers/scatters (lowering_gather.py): (index LNode, size of dim, dim, op); the
     #: index is materialized and the program raises eager's out-of-bounds error when it is outside [0, size)
     index_checks: List[Tuple[int, Any, int, str]] = field(default_factory=list)
+    #: graph outputs eager returns as expanded views: output ``broadcast_to`` LNode -> its input, which the kernel
+    #: writes and the program returns ``.expand(...)``ed (program_layout.expand_outputs; set by native.to_core)
+    expand_outputs: Dict[int, int] = field(default_factory=dict)
 
     def ir_text(self) -> str:
         """A readable listing of the IR nodes (debug dumps; the C++ printer gives the canonical text)."""
@@ -150,7 +153,7 @@ def lookup_lowering(target) -> Optional[Callable]:
 
 #: IR layout ops the program may run as views of their input (program.host_expr): outputs reached through them share
 #: their input's storage.
-_VIEW_OPS = frozenset({"reshape", "permute", "slice", "broadcast_to"})
+IR_VIEW_OPS = frozenset({"reshape", "permute", "slice", "broadcast_to"})
 
 
 class Lowerer:
@@ -437,7 +440,7 @@ class Lowerer:
                 elif isinstance(g.fx_value.get(a), int):
                     v = g.fx_value[a]
                     root = v
-                    while g.nodes[root].op in _VIEW_OPS:  # a view of a merged node shares its storage too
+                    while g.nodes[root].op in IR_VIEW_OPS:  # a view of a merged node shares its storage too
                         root = next(u for u in g.nodes[root].inputs if g.nodes[u].op != "constant")
                     if root in self._input_free and seen.setdefault(root, a) is not a:
                         # two FX outputs whose storage add() merged (input-free duplicates, or views of them) are

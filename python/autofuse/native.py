@@ -56,7 +56,7 @@ def to_core(lg: LoweredGraph, core, name: str = "main") -> Tuple[Any, List[int]]
         vid.append(v)
     outs: List[int] = []
     # outputs eager returns as expanded views: the kernel writes the broadcast's input, the program expands it
-    lg.expand_outputs = expand_outputs(lg)  # type: ignore[attr-defined]  (program.build_program reads it)
+    lg.expand_outputs = expand_outputs(lg)
     for kind, v in lg.outputs:
         v = lg.expand_outputs.get(v, v) if kind == "node" else v
         if kind == "node" and vid[v] not in outs:

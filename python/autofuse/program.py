@@ -180,7 +180,7 @@ def _last_uses(lg: LoweredGraph, steps: List[Step],
     """step index -> program variables whose last reader is that step (graph outputs and inputs excluded).
     ``reads(k, step)`` gives what step k reads (default: _step_reads)."""
     keep = {v for k, v in lg.outputs if k == "node"} | {v for _, v in lg.mutations}
-    keep |= set(getattr(lg, "expand_outputs", {}).values())  # expanded at the end (program_layout.expand_outputs)
+    keep |= set(lg.expand_outputs.values())  # expanded at the end (program_layout.expand_outputs)
     last: Dict[int, int] = {}
     for k, st in enumerate(steps):
         for v in (reads(k, st) if reads is not None else _step_reads(lg, st)):
@@ -282,7 +282,7 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
                     and tuple(val.shape) == tuple(n.shape) and val.is_contiguous()):
                 known[v] = _contiguous_strides(n.shape)
     readers.update(v for kind, v in lg.outputs if kind == "node")
-    readers.update(getattr(lg, "expand_outputs", {}).values())
+    readers.update(lg.expand_outputs.values())
     readers.update(v for pair in lg.mutations for v in pair)
     readers.update(c[0] for c in lg.index_checks)
     return plan_views(lg, host_nodes, known, readers)
@@ -306,7 +306,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     graph_outputs = {v for kind, v in lg.outputs if kind == "node"}
     fake = {v: n.meta.get("val") for n, v in lg.fx_value.items()
             if isinstance(v, int) and v in graph_outputs and isinstance(n, torch.fx.Node)}
-    expand = getattr(lg, "expand_outputs", {})  # output -> the value it is an expanded view of (native.to_core)
+    expand = lg.expand_outputs  # output -> the value it is an expanded view of (native.to_core)
     host_nodes = {v for st in steps if st.kind == "host" for v in st.nodes} | set(expand)
     layouts = kernel_output_layouts(lg, steps, host_nodes, fake)  # graph outputs get eager's strides
     views = _plan_views(lg, steps, inline_hosts, layouts)

@@ -26,9 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-
-#: IR layout ops that the program runs as torch views (program.host_expr / program_views).
-VIEW_OPS = ("reshape", "permute", "broadcast_to", "slice")
+from .lowering import IR_VIEW_OPS
 
 #: Highest rank for which every permutation is tried (5! = 120 replays of a short chain, at compile time only).
 MAX_SEARCH_RANK = 5
@@ -196,7 +194,7 @@ def kernel_output_layouts(lg, steps, host_nodes: set, fake: Dict[int, Any]) -> D
 
     ``steps``: the program's steps; ``host_nodes``: values computed by host steps (views run by the program);
     ``fake``: graph-output value -> its FX fake tensor. A graph output that is a kernel output is a direct request
-    (eager_layout); one reached from a kernel output through VIEW_OPS host nodes (each with one non-constant input)
+    (eager_layout); one reached from a kernel output through IR_VIEW_OPS host nodes (each with one non-constant input)
     is a chain request, checked by replaying the chain (module doc)."""
     kernel_outs = {o for st in steps if st.kind == "kernel" for o in st.outputs}
     direct: Dict[int, Optional[Perm]] = {}
@@ -208,7 +206,7 @@ def kernel_output_layouts(lg, steps, host_nodes: set, fake: Dict[int, Any]) -> D
             direct.setdefault(o, eager_layout(fake[o]))
             continue
         chain, u = [], o
-        while u not in kernel_outs and (u in host_nodes and lg.nodes[u].op in VIEW_OPS or _extern_view(lg, u)):
+        while u not in kernel_outs and (u in host_nodes and lg.nodes[u].op in IR_VIEW_OPS or _extern_view(lg, u)):
             ins = [i for i in lg.nodes[u].inputs if lg.nodes[i].op != "constant"]
             if len(ins) != 1:
                 break
