@@ -2,6 +2,7 @@
 // tensors of any size of its shape class.
 #pragma once
 
+#include <array>
 #include <exception>
 #include <map>
 #include <memory>
@@ -65,9 +66,10 @@ class Kernel {
   std::vector<std::vector<int64_t>> output_sizes(const std::vector<HostTensor>& inputs) const;
 
   /// Compute the outputs into caller-allocated tensors (any strides; sizes must be output_sizes(inputs)).
-  /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch. The last call's
-  /// launch is cached: a call whose operands have the same dtypes, sizes and strides (and the same thread count)
-  /// skips binding, checks, tiling decision and variant lookup, and launches with its own data pointers.
+  /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch. The launches of
+  /// the last 4 distinct operand layouts are cached: a call whose operands have the same dtypes, sizes and strides (and
+  /// the same thread count) skips binding, checks, tiling decision and variant lookup, and launches with its own data
+  /// pointers.
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
 
   /// The source of the first compiled variant (of every segment, one after the other, for a concat kernel).
@@ -120,14 +122,14 @@ class Kernel {
   /// already complete (nothing to compute, or computed by the interpreter: an empty reduced axis); else fills *p.
   /// Throws IRError on a dtype/size mismatch.
   bool prepare(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs, Prepared* p) const;
-  /// The last call's launch, reused while the operands keep their dtypes, sizes and strides (kernel_variant.h,
+  /// A recent call's launch, reused while the operands keep their dtypes, sizes and strides (kernel_variant.h,
   /// kernel_launch_cache.cpp).
   struct CachedLaunch;
-  /// Run the call from the cached launch when its operands match it (same dtypes, sizes, strides, thread count, no
+  /// Run the call from a cached launch when its operands match one (same dtypes, sizes, strides, thread count, no
   /// forced tiling kind); false (nothing done) otherwise.
   bool run_cached(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
-  /// Keep `c` (made for these operands) as the cached launch, unless the call cannot be replayed from pointers
-  /// alone (an empty operand: run() may point it at scratch memory) or a tiling kind is forced.
+  /// Keep `c` (made for these operands) as the most recent cached launch, unless the call cannot be replayed from
+  /// pointers alone (an empty operand: run() may point it at scratch memory) or a tiling kind is forced.
   void store_launch(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
                     std::shared_ptr<CachedLaunch> c) const;
   /// The cache entry of one prepared ordinary call (operands unsliced), or null for a Split candidate.
@@ -161,7 +163,9 @@ class Kernel {
   mutable std::mutex mu_;
   mutable std::map<std::pair<bool, std::vector<bool>>, std::shared_ptr<const Variant>> variants_;
   mutable std::mutex launch_mu_;  ///< guards cached_
-  mutable std::shared_ptr<const CachedLaunch> cached_;
+  /// The launches of the last calls with distinct operand layouts, most recent first (a kernel object can serve
+  /// several call sites: a few entries keep them from evicting each other).
+  mutable std::array<std::shared_ptr<const CachedLaunch>, 4> cached_;
 };
 
 }  // namespace autofuse

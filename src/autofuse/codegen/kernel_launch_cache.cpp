@@ -32,16 +32,20 @@ void launch_cache_key(const std::vector<HostTensor>& inputs, const std::vector<H
 }  // namespace
 
 bool Kernel::run_cached(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
+  if (forced_tiling_kind()) return false;
+  thread_local std::vector<int64_t> key;
+  launch_cache_key(inputs, outputs, key);
   std::shared_ptr<const CachedLaunch> c;
   {
     std::lock_guard<std::mutex> l(launch_mu_);
-    c = cached_;
+    for (const auto& e : cached_)
+      if (e && e->key.size() == key.size() &&
+          std::memcmp(key.data(), e->key.data(), key.size() * sizeof(int64_t)) == 0) {
+        c = e;
+        break;
+      }
   }
-  if (!c || forced_tiling_kind()) return false;
-  thread_local std::vector<int64_t> key;
-  launch_cache_key(inputs, outputs, key);
-  if (key.size() != c->key.size() || std::memcmp(key.data(), c->key.data(), key.size() * sizeof(int64_t)) != 0)
-    return false;
+  if (!c) return false;
   stamp_launch_stage(&LaunchStages::bound);
   // Data pointers of every call, then the calls: both reused per thread (run() does not nest on one thread).
   thread_local std::vector<void*> ptrs;
@@ -79,8 +83,10 @@ void Kernel::store_launch(const std::vector<HostTensor>& inputs, const std::vect
     for (const HostTensor& t : *list)
       if (t.numel() == 0 || t.data == nullptr) return;
   launch_cache_key(inputs, outputs, c->key);
+  // Most recent first; the oldest entry drops out.
   std::lock_guard<std::mutex> l(launch_mu_);
-  cached_ = std::move(c);
+  for (size_t i = cached_.size() - 1; i > 0; --i) cached_[i] = std::move(cached_[i - 1]);
+  cached_[0] = std::move(c);
 }
 
 std::shared_ptr<Kernel::CachedLaunch> Kernel::launch_entry(const Prepared& p) const {
