@@ -64,12 +64,14 @@ Call make_call(const Graph& g, const Bindings& b, Layout layout, std::mt19937_64
   return c;
 }
 
-/// Run k on the call and compare every output with the interpreter's.
-std::string check_call(const Kernel& k, const Graph& g, const Call& c) {
+/// Run k on the call and compare every output with the interpreter's (tolerance per output: tol[j] when given and
+/// >= 0, else the dtype's default).
+std::string check_call(const Kernel& k, const Graph& g, const Call& c, const std::vector<double>& tol = {}) {
   k.run(c.in, c.out);
   const std::vector<HostTensor> want = interpret(g, c.in, InterpretOptions{k.precision()});
   for (size_t j = 0; j < want.size(); ++j) {
-    const std::string e = compare(c.out[j], want[j], default_tolerance(want[j].dtype));
+    const double t = j < tol.size() && tol[j] >= 0 ? tol[j] : default_tolerance(want[j].dtype);
+    const std::string e = compare(c.out[j], want[j], t);
     if (!e.empty()) return "output " + std::to_string(j) + ": " + e;
   }
   return "";
@@ -115,6 +117,22 @@ TEST(KernelLaunchCache, ConcatKernelReplaysSliceOffsets) {
   for (const std::string dt : {"f32", "bf16"})
     check_sequence(kRotary, dt, Bindings{{"s0", 4}, {"s1", 256}, {"s2", 32}},
                    Bindings{{"s0", 1}, {"s1", 3}, {"s2", 5}});
+}
+
+// Random kernel graphs (kernel_test_util.h), each called three times with the same sizes: contiguous, then the
+// same layout on fresh storage (a cache hit), then gapped strides; every call checked.
+TEST(KernelLaunchCache, RandomGraphsReplay) {
+  TilingRestore restore;
+  auto rng = seeded_rng();
+  for (int i = 0; i < 15; ++i) {
+    const RandomGraph rg = random_kernel_graph(rng);
+    auto k = Kernel::compile(rg.graph);
+    const Bindings b = random_bindings(rg.graph, rng);
+    for (Layout layout : {Layout::Contiguous, Layout::Contiguous, Layout::Gapped, Layout::Gapped}) {
+      const Call c = make_call(rg.graph, b, layout, rng);
+      ASSERT_EQ(check_call(*k, rg.graph, c, rg.tol), "") << "graph " << i << " layout " << static_cast<int>(layout);
+    }
+  }
 }
 
 // An empty call between two cached ones: the empty operands are not replayed from the cache entry, and the next
