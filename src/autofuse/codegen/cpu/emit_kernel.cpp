@@ -34,6 +34,7 @@ class Emitter {
     plan_prefetch();
     if (inner_) rcp_ = divisors_with_reciprocal(g, nest);
     nonan_max_ = row_max_without_nan_select(g, nest);
+    bounds_ = softmax_value_bounds(g);
   }
 
   std::string run() {
@@ -587,7 +588,8 @@ class Emitter {
       std::vector<std::string> args;
       for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
       const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
-      e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "");
+      const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
+      e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
     // A per-row divisor's lanes are all equal: one scalar division (vdivps on a splat was ~10% of a short softmax).
@@ -644,6 +646,7 @@ class Emitter {
   std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
   std::vector<bool> rcp_;        // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
   std::vector<bool> nonan_max_;  // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
+  std::vector<ValueBound> bounds_;  // per value: its proven sign or range (softmax_value_bounds)
   std::ostringstream out_;
   int ind_ = 0;
 };

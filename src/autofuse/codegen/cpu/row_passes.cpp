@@ -50,6 +50,10 @@ std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_pa
   }
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& nd = g.node(static_cast<ValueId>(i));
+    // An f16/bf16 input is widened to f32 at every load (two uops per vector for bf16): a later pass reloads the
+    // widened values from the stash instead (bf16 softmax: pass 2 reads pass 1's values; session 7, perf7).
+    if (nd.op == OpKind::Input && (nd.dtype == DType::BFloat16 || nd.dtype == DType::Float16))
+      costly[i] = !kept(static_cast<ValueId>(i));
     if (kept(static_cast<ValueId>(i)) || nd.info().category != OpCategory::Elementwise) continue;
     costly[i] = is_transcendental(nd.op);
     for (ValueId in : nd.inputs) costly[i] = costly[i] || costly[static_cast<size_t>(in)];
@@ -128,6 +132,25 @@ std::vector<bool> row_max_without_nan_select(const Graph& g, const LoopNest& nes
       if (is_output[j] && !has_sum[j]) ok = false;
     }
     out[i] = ok;
+  }
+  return out;
+}
+
+std::vector<ValueBound> softmax_value_bounds(const Graph& g) {
+  std::vector<ValueBound> out(g.size(), ValueBound::None);
+  auto flt = [&](ValueId v) { return compute_ctype(g.node(v).dtype) == "float"; };
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(static_cast<ValueId>(i));
+    if (!flt(static_cast<ValueId>(i)) || n.inputs.empty() || !flt(n.inputs[0])) continue;
+    if (n.op == OpKind::Sub) {
+      // x - m, m = amax(x) with its reduced axes kept (same rank), so each x meets the max of a set holding it.
+      const Node& m = g.node(n.inputs[1]);
+      if (m.op == OpKind::Amax && m.inputs[0] == n.inputs[0] && flt(n.inputs[1]) &&
+          m.shape.size() == g.node(n.inputs[0]).shape.size() && n.shape == g.node(n.inputs[0]).shape)
+        out[i] = ValueBound::NonPositive;
+    } else if (n.op == OpKind::Exp && out[static_cast<size_t>(n.inputs[0])] == ValueBound::NonPositive) {
+      out[i] = ValueBound::Unit;
+    }
   }
   return out;
 }
