@@ -58,8 +58,9 @@ TEST(SoftmaxBounds, ExpOfRowMaxDifferenceMatchesExp) {
   // Row r holds 0 (its max) and a stride of the non-positive bit patterns, so x - max = x covers the domain of
   // af_exp_nonpos densely (-0 .. -inf, subnormals, the underflow edge near -104); plus rows with NaN, +inf (x - max
   // is NaN or -inf), and all -inf (NaN). Compared bit for bit with af_exp on the same differences.
-  const char* sm = "graph s(%x: f32[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
-                   "  %e = exp(%d)\n  return %e\n}";
+  const char* sm =
+      "graph s(%x: f32[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
+      "  %e = exp(%d)\n  return %e\n}";
   const char* ex = "graph e(%d: f32[s0, s1]) {\n  %e = exp(%d)\n  return %e\n}";
   auto ks = Kernel::compile(parse_graph(sm));
   auto ke = Kernel::compile(parse_graph(ex));
@@ -85,7 +86,8 @@ TEST(SoftmaxBounds, ExpOfRowMaxDifferenceMatchesExp) {
       const float v = xs[static_cast<size_t>(r * cols + c)];
       m = (std::isnan(v) || std::isnan(m)) ? kNaNF : std::max(m, v);
     }
-    for (int64_t c = 0; c < cols; ++c) ds[static_cast<size_t>(r * cols + c)] = xs[static_cast<size_t>(r * cols + c)] - m;
+    for (int64_t c = 0; c < cols; ++c)
+      ds[static_cast<size_t>(r * cols + c)] = xs[static_cast<size_t>(r * cols + c)] - m;
   }
   HostTensor x = HostTensor::view(DType::Float32, xs.data(), {rows, cols}, {cols, 1});
   HostTensor d = HostTensor::view(DType::Float32, ds.data(), {rows, cols}, {cols, 1});
@@ -105,9 +107,10 @@ TEST(SoftmaxBounds, UnitNumeratorDivisionIsIeeeDivision) {
   // softmax returning e and s as well: y must be e / s bit for bit. Rows span up to 200 in range, so many e fall
   // below 2^-60 (the divider path), into subnormals and to 0; NaN, +inf, -inf and all -inf rows; row lengths across
   // a vector tail.
-  const char* text = "graph s(%x: f32[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
-                     "  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %y = div(%e, %s)\n"
-                     "  return %y, %e, %s\n}";
+  const char* text =
+      "graph s(%x: f32[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
+      "  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %y = div(%e, %s)\n"
+      "  return %y, %e, %s\n}";
   auto k = Kernel::compile(parse_graph(text));
   ASSERT_NE(k->source().find("= af_div_rcp_unit(x"), std::string::npos);
   std::mt19937_64 rng(20261130);
@@ -146,10 +149,12 @@ TEST(SoftmaxBounds, HalfInputStashAtItsCapacity) {
   // bf16 / f16 softmax over the input directly stashes the widened input (pass 1) and exp (pass 2): 8 bytes per
   // element of a 64 KiB stash, so rows up to 8192 use it and longer rows recompute. Both sides of the boundary, with
   // NaN / +inf / all -inf rows, against the interpreter; layer_norm (input stashed alone: 16384) likewise.
-  const char* sm = "graph s(%x: DT[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
-                   "  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %y = div(%e, %s)\n  return %y\n}";
-  const char* ln = "graph l(%x: DT[s0, s1]) {\n  %mu = mean(%x) {axes=[1], keepdim=true}\n  %c = sub(%x, %mu)\n"
-                   "  %q = mul(%c, %c)\n  %v = mean(%q) {axes=[1], keepdim=true}\n  %y = mul(%c, %v)\n  return %y\n}";
+  const char* sm =
+      "graph s(%x: DT[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
+      "  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %y = div(%e, %s)\n  return %y\n}";
+  const char* ln =
+      "graph l(%x: DT[s0, s1]) {\n  %mu = mean(%x) {axes=[1], keepdim=true}\n  %c = sub(%x, %mu)\n"
+      "  %q = mul(%c, %c)\n  %v = mean(%q) {axes=[1], keepdim=true}\n  %y = mul(%c, %v)\n  return %y\n}";
   for (const std::string dt : {"bf16", "f16"}) {
     for (const auto& [text, lens] : std::vector<std::pair<const char*, std::vector<int64_t>>>{
              {sm, {8191, 8192, 8193, 8208}}, {ln, {16383, 16384, 16385}}}) {

@@ -642,10 +642,10 @@ class Emitter {
   std::vector<std::string> cur_;
   std::vector<bool> in_scope_;
   std::map<ValueId, std::string> red_value_;
-  int prefetch_pass_ = 0;        // the pass that prefetches the next row (0: none)
-  std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
-  std::vector<bool> rcp_;        // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
-  std::vector<bool> nonan_max_;  // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
+  int prefetch_pass_ = 0;           // the pass that prefetches the next row (0: none)
+  std::vector<int> stash_pass_;     // per value: the pass that stores it into the row stash (0: not stashed)
+  std::vector<bool> rcp_;           // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
+  std::vector<bool> nonan_max_;     // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
   std::vector<ValueBound> bounds_;  // per value: its proven sign or range (softmax_value_bounds)
   std::ostringstream out_;
   int ind_ = 0;

@@ -172,8 +172,8 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
       return r(bl ? "(" + a[0] + " & " + a[1] + ")" : call("af_mul", ct, a));
     case OpKind::Div:
       if (!rcp.empty() && ct == "float")
-        return r((arg_bound == ValueBound::Unit ? "af_div_rcp_unit(" : "af_div_rcp(") + a[0] + ", " + a[1] + ", " + rcp +
-                 ")");
+        return r((arg_bound == ValueBound::Unit ? "af_div_rcp_unit(" : "af_div_rcp(") + a[0] + ", " + a[1] + ", " +
+                 rcp + ")");
       return r("(" + a[0] + " / " + a[1] + ")");
     case OpKind::FloorDiv:
       return r(call("af_floordiv", ct, a));
