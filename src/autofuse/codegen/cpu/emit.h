@@ -71,6 +71,17 @@ std::vector<bool> full_values_needed(const Graph& g, const LoopNest& nest, int p
 /// its computation includes a transcendental function, it is a float, and a later pass needs it (that pass then
 /// reloads it instead of recomputing it, bit-identical).
 std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_passes);
+/// Per value of g: the stash slot of a stashed value (slots numbered from 0), -1 for the others. A value reuses the
+/// slot of an earlier stashed value of the same C++ type that no pass after its own store pass reloads (in the store
+/// pass itself, the earlier value's load at a row position precedes the later value's store there: values are
+/// emitted in graph order). bf16 softmax: the widened input (stored in pass 1, reloaded in pass 2) and exp (stored
+/// in pass 2) share one slot, halving the stash (fewer L1 misses).
+std::vector<int> plan_stash_slots(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
+                                  int num_passes);
+/// The C++ declarations of the row stash (none when nothing is stashed): the `stash_bytes` stack buffer, `rn_pad`,
+/// the per-call flag `af_use_stash` (the row's slots fit the buffer) and one pointer `st<id>` per stashed value.
+std::vector<std::string> stash_declarations(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
+                                            int num_passes, int64_t stash_bytes);
 /// Per value of g: true for a row maximum (amax, float, inner reduction, not an output) whose accumulator may ignore
 /// NaN (af_max_nonan: one vmaxps instead of two compares and a select). Sound when every use of m = amax(x) is
 /// x - m and every output computed from those differences also depends, through NaN-propagating float ops (add, sub,

@@ -192,20 +192,7 @@ class Emitter {
 
   /// The stash buffer, its use flag for this call, and one pointer `st<id>` per stashed value.
   void emit_stash_decls() {
-    std::vector<std::pair<size_t, std::string>> vals;
-    for (size_t i = 0; i < g_.size(); ++i)
-      if (is_stashed(i)) vals.push_back({i, compute_ctype(g_.node(static_cast<ValueId>(i)).dtype)});
-    if (vals.empty()) return;
-    std::string per = "0";
-    for (auto& [i, ct] : vals) per += " + sizeof(" + ct + ")";
-    line("alignas(64) char af_stash[" + s(kStashBytes) + "];  // the row stash: values later passes reload");
-    line("const int64_t rn_pad = (rn + AF_W - 1) / AF_W * AF_W;");
-    line("const bool af_use_stash = rn_pad * (int64_t)(" + per + ") <= (int64_t)sizeof af_stash;");
-    std::string off = "0";
-    for (auto& [i, ct] : vals) {
-      line(ct + "* __restrict st" + s(i) + " = (" + ct + "*)(af_stash + rn_pad * (" + off + "));");
-      off += " + sizeof(" + ct + ")";
-    }
+    for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) line(l);
   }
 
   // Prefetching the next row. A multi-pass row reduction (softmax, layer norm) reads its row from DRAM in pass 1
