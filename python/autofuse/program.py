@@ -29,6 +29,7 @@ import torch.fx
 from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
+from .program_linear import LINEAR_FN, plan_linear
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
 
@@ -120,7 +121,8 @@ class _Emitter:
         self.lines: List[str] = []
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
-                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN}
+                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
+                                        "LIN": LINEAR_FN}
         self._consts: Dict[int, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
@@ -153,12 +155,16 @@ class _Emitter:
         return self.const(a)
 
 
-def _step_reads(lg: LoweredGraph, st: Step) -> List[int]:
-    """Program variables a step reads (externs: the LNodes behind every FX argument)."""
+def _step_reads(lg: LoweredGraph, st: Step, linear: Optional[Dict[int, Any]] = None) -> List[int]:
+    """Program variables a step reads (externs: the LNodes behind every FX argument; a matmul folded into
+    ``LIN(x, w)`` reads what its LinearFold reads, program_linear.py)."""
     if st.kind != "extern":
         return list(st.inputs)
     reads: List[int] = []
     for v in st.nodes:
+        if linear and v in linear:
+            reads.extend(linear[v].reads(lg))
+            continue
         n = lg.nodes[v]
         reads.extend(n.inputs)
         stack = list(n.fx.args) + list(n.fx.kwargs.values())
@@ -257,11 +263,13 @@ def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
             if st.kind == "host" and all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
 
 
-def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm]) -> ViewPlan:
+def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm],
+                linear: Optional[Dict[int, Any]] = None) -> ViewPlan:
     """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs with static sizes
     (allocated row-major, or dense in the order ``layouts`` gives: program_layout.py) and contiguous static results
     of the externs in EXTERN_CONTIGUOUS; readers
-    are the other steps' reads, graph outputs, mutations and index checks."""
+    are the other steps' reads (``linear``: matmuls folded into ``LIN``, program_linear.py), graph outputs, mutations
+    and index checks."""
     known: Dict[int, Tuple[int, ...]] = {}
     readers: set = set()
     host_nodes: List[int] = []
@@ -269,7 +277,7 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
         if k in inline_hosts:
             host_nodes.extend(st.nodes)
             continue
-        readers.update(_step_reads(lg, st))
+        readers.update(_step_reads(lg, st, linear))
         for v in st.outputs if st.kind == "kernel" else st.nodes if st.kind == "extern" else ():
             n = lg.nodes[v]
             if not all(isinstance(d, int) for d in n.shape):
@@ -285,7 +293,9 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
     readers.update(lg.expand_outputs.values())
     readers.update(v for pair in lg.mutations for v in pair)
     readers.update(c[0] for c in lg.index_checks)
-    return plan_views(lg, host_nodes, known, readers)
+    actual = {v: f.result_layout(lg, v) for v, f in (linear or {}).items() if f.x_base is not None and v in known}
+    return plan_views(lg, host_nodes, known, readers, distinct={v for kind, v in lg.outputs if kind == "node"},
+                      actual=actual)
 
 
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
@@ -310,9 +320,15 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     host_nodes = {v for st in steps if st.kind == "host" for v in st.nodes} | set(expand)
     layouts = kernel_output_layouts(lg, steps, host_nodes, fake)  # graph outputs get eager's strides
     views = _plan_views(lg, steps, inline_hosts, layouts)
+    linear = plan_linear(lg, steps, inline_hosts, views)  # mm(x, w.permute([1, 0])) -> LIN(x, w)
+    if linear:  # what the folded matmuls no longer read need not be materialized
+        views = _plan_views(lg, steps, inline_hosts, layouts, linear)
+    transposes = {f.transpose for f in linear.values()}  # skipped permutes: their matmul reads the weight
 
     def reads(k: int, st: Step) -> List[int]:
-        return views.reads(st.nodes, lg) if k in inline_hosts else _step_reads(lg, st)
+        if k in inline_hosts:
+            return views.reads([v for v in st.nodes if v not in transposes], lg)
+        return _step_reads(lg, st, linear)
 
     last_use = _last_uses(lg, steps, reads)
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
@@ -350,6 +366,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             launches += 1
         elif st.kind == "host" and k in inline_hosts:
             for v in st.nodes:
+                if v in transposes:
+                    continue  # read by its matmul's LIN(x, w) (program_linear.py)
                 if v not in views.layout:
                     L.append(f"    v{v} = {host_expr(lg, lg.nodes[v], e)}  # {st.name}")
                 elif v in views.emit:  # a folded view chain (program_views.py), read here
@@ -365,6 +383,9 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 if n.item is not None and fx.target is operator.getitem:
                     src = lg.fx_value.get(fx.args[0])
                     L.append(f"    v{v} = v{src}[{n.item}]")
+                    continue
+                if v in linear:
+                    L.append(f"{linear[v].line(v, e.arg)}  # {fx.name} (linear)")
                     continue
                 args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
                 fn = e.const(fx.target, "E")
