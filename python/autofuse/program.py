@@ -124,6 +124,7 @@ class _Emitter:
                                         "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
                                         "LIN": LINEAR_FN}
         self._consts: Dict[int, str] = {}
+        self._specs: Dict[Any, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
         key = id(obj)
@@ -132,6 +133,15 @@ class _Emitter:
             self._consts[key] = name
             self.globals[name] = obj
         return self._consts[key]
+
+    def view_spec(self, layout) -> str:
+        """A native kernel's input argument for a folded view (program_views.Layout): ``(vBASE, S3)``, S3 the
+        constant (sizes, strides, offset) (one per distinct spec)."""
+        base, sizes, strides, offset = layout
+        key = (sizes, strides, offset)
+        if key not in self._specs:
+            self._specs[key] = self.const(key, "S")
+        return f"(v{base}, {self._specs[key]})"
 
     def arg(self, a) -> str:
         """Python source for one FX argument of an extern call."""
@@ -155,10 +165,21 @@ class _Emitter:
         return self.const(a)
 
 
-def _step_reads(lg: LoweredGraph, st: Step, linear: Optional[Dict[int, Any]] = None) -> List[int]:
+def takes_view_specs(st: Step) -> bool:
+    """Whether a step is a native kernel launch (``Kernel.run``), which takes an input as a view spec
+    ``(base, (sizes, strides, offset))`` (src/bindings/tensor_convert.h) instead of a torch view of the base."""
+    return (st.kind == "kernel" and st.kernel is not None and not st.needs_bindings
+            and getattr(st.run, "__self__", None) is st.kernel)
+
+
+def _step_reads(lg: LoweredGraph, st: Step, linear: Optional[Dict[int, Any]] = None,
+                specs: Optional[Dict[int, Any]] = None) -> List[int]:
     """Program variables a step reads (externs: the LNodes behind every FX argument; a matmul folded into
-    ``LIN(x, w)`` reads what its LinearFold reads, program_linear.py)."""
+    ``LIN(x, w)`` reads what its LinearFold reads, program_linear.py; a native kernel reads the base of each input
+    that ``specs``, the folded views' layouts, holds: it gets the view as a spec)."""
     if st.kind != "extern":
+        if specs and takes_view_specs(st):
+            return [specs[i][0] if i in specs else i for i in st.inputs]
         return list(st.inputs)
     reads: List[int] = []
     for v in st.nodes:
@@ -264,12 +285,12 @@ def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
 
 
 def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm],
-                linear: Optional[Dict[int, Any]] = None) -> ViewPlan:
+                linear: Optional[Dict[int, Any]] = None, specs: Optional[Dict[int, Any]] = None) -> ViewPlan:
     """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs with static sizes
     (allocated row-major, or dense in the order ``layouts`` gives: program_layout.py) and contiguous static results
     of the externs in EXTERN_CONTIGUOUS; readers
-    are the other steps' reads (``linear``: matmuls folded into ``LIN``, program_linear.py), graph outputs, mutations
-    and index checks."""
+    are the other steps' reads (``linear``: matmuls folded into ``LIN``, program_linear.py; ``specs``: the folded
+    views native kernels get as view specs), graph outputs, mutations and index checks."""
     known: Dict[int, Tuple[int, ...]] = {}
     readers: set = set()
     host_nodes: List[int] = []
@@ -277,7 +298,7 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
         if k in inline_hosts:
             host_nodes.extend(st.nodes)
             continue
-        readers.update(_step_reads(lg, st, linear))
+        readers.update(_step_reads(lg, st, linear, specs))
         for v in st.outputs if st.kind == "kernel" else st.nodes if st.kind == "extern" else ():
             n = lg.nodes[v]
             if not all(isinstance(d, int) for d in n.shape):
@@ -321,14 +342,15 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     layouts = kernel_output_layouts(lg, steps, host_nodes, fake)  # graph outputs get eager's strides
     views = _plan_views(lg, steps, inline_hosts, layouts)
     linear = plan_linear(lg, steps, inline_hosts, views)  # mm(x, w.permute([1, 0])) -> LIN(x, w)
-    if linear:  # what the folded matmuls no longer read need not be materialized
-        views = _plan_views(lg, steps, inline_hosts, layouts, linear)
+    specs = views.layout  # folded views that native kernels read are passed as view specs, not torch views
+    # what the folded matmuls and the kernels no longer read need not be materialized
+    views = _plan_views(lg, steps, inline_hosts, layouts, linear, specs)
     transposes = {f.transpose for f in linear.values()}  # skipped permutes: their matmul reads the weight
 
     def reads(k: int, st: Step) -> List[int]:
         if k in inline_hosts:
             return views.reads([v for v in st.nodes if v not in transposes], lg)
-        return _step_reads(lg, st, linear)
+        return _step_reads(lg, st, linear, specs)
 
     last_use = _last_uses(lg, steps, reads)
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
@@ -341,7 +363,8 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             made = _values_made(steps[k - 1])
             L.extend(_check_lines(lg, made - checked))
             checked |= made
-        ins = ", ".join(f"v{i}" for i in st.inputs)
+        spec = takes_view_specs(st)
+        ins = ", ".join(e.view_spec(views.layout[i]) if spec and i in views.layout else f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
             for o in st.outputs:
                 n = lg.nodes[o]
