@@ -30,6 +30,7 @@ from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 from .program_linear import LINEAR_FN, plan_linear
+from .program_outputs import plan_output_views
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
 
@@ -319,6 +320,23 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
                       actual=actual)
 
 
+def _direct_reads(lg: LoweredGraph, steps: List[Step], inline_hosts, views: ViewPlan, linear, transposes) -> set:
+    """Values the program reads as tensors of their own sizes: not through a folded view or a kernel's view spec
+    (what program_outputs.plan_output_views must not re-shape)."""
+    out = {v for kind, v in lg.outputs if kind == "node"} | set(lg.expand_outputs.values())
+    out |= {v for pair in lg.mutations for v in pair} | {c[0] for c in lg.index_checks}
+    for k, st in enumerate(steps):
+        if k in inline_hosts:
+            for v in st.nodes:
+                if v not in views.layout and v not in transposes:
+                    out.update(lg.nodes[v].inputs)
+        elif st.kind == "extern":
+            out.update(_step_reads(lg, st, linear))
+        else:
+            out.update(i for i in st.inputs if not (takes_view_specs(st) and i in views.layout))
+    return out
+
+
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
     """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
     e = _Emitter(lg)
@@ -346,10 +364,14 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     # what the folded matmuls and the kernels no longer read need not be materialized
     views = _plan_views(lg, steps, inline_hosts, layouts, linear, specs)
     transposes = {f.transpose for f in linear.values()}  # skipped permutes: their matmul reads the weight
+    direct = _direct_reads(lg, steps, inline_hosts, views, linear, transposes)
+    out_views = {o: w for o, w in plan_output_views(lg, steps, views, direct, graph_outputs, takes_view_specs).items()
+                 if o not in layouts and _EMPTY_STRIDED is not None}  # kernel output -> the folded view allocated in its place (program_outputs.py)
+    allocated = set(out_views.values())
 
     def reads(k: int, st: Step) -> List[int]:
         if k in inline_hosts:
-            return views.reads([v for v in st.nodes if v not in transposes], lg)
+            return views.reads([v for v in st.nodes if v not in transposes and v not in allocated], lg)
         return _step_reads(lg, st, linear, specs)
 
     last_use = _last_uses(lg, steps, reads)
@@ -366,11 +388,19 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         spec = takes_view_specs(st)
         ins = ", ".join(e.view_spec(views.layout[i]) if spec and i in views.layout else f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
+            outs = []
             for o in st.outputs:
                 n = lg.nodes[o]
                 layout = layouts.get(o)
                 static = all(isinstance(d, int) for d in n.shape)
-                if layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
+                outs.append(f"v{o}")
+                if o in out_views:  # allocated as the view its reader wants; the kernel gets a spec of it
+                    w = out_views[o]
+                    _, sizes, strides, _ = views.layout[w]
+                    L.append(f"    v{w} = ESC({sizes!r}, {strides!r}, {e.const(n.dtype, 'D')})")
+                    L.append(f"    v{o} = v{w}")
+                    outs[-1] = e.view_spec((w, tuple(n.shape), _contiguous_strides(n.shape), 0))
+                elif layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
                     L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {_contiguous_strides(n.shape)!r}, "
                              f"{e.const(n.dtype, 'D')})")
                 elif layout is None:
@@ -379,7 +409,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                     perm, inverse = layout
                     dims = ", ".join(_py_size(lg, n.shape[d]) for d in perm)
                     L.append(f"    v{o} = empty(({dims},), dtype={e.const(n.dtype, 'D')}).permute({inverse!r})")
-            outs = ", ".join(f"v{o}" for o in st.outputs)
+            outs = ", ".join(outs)
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
             # profiling hook (bench/README.md): one list-slot read per launch when profiling is off
@@ -393,7 +423,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                     continue  # read by its matmul's LIN(x, w) (program_linear.py)
                 if v not in views.layout:
                     L.append(f"    v{v} = {host_expr(lg, lg.nodes[v], e)}  # {st.name}")
-                elif v in views.emit:  # a folded view chain (program_views.py), read here
+                elif v in views.emit and v not in allocated:  # a folded view chain (program_views.py), read here
                     L.append(f"{views.line(v)}  # {st.name}")
         elif st.kind == "host":
             fn = e.const(st.run, "H")

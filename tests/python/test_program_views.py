@@ -226,3 +226,26 @@ def test_cat_onto_an_empty_cache_is_lowered_and_fresh(monkeypatch, past):
     assert b.data_ptr() != x.data_ptr()  # a copy, as eager's cat, never the argument itself
     b.add_(1)
     assert torch.equal(x, eb)
+
+
+def heads_of_matmul(x, w):
+    """A matmul result split into heads and halves (LLaMA's rotary inputs): folded views read only by a kernel."""
+    z = (x @ w).view(2, 4, 2, 8).permute(0, 2, 1, 3)
+    return torch.cat([-z[..., 4:], z[..., :4]], dim=-1) * 0.5 + z
+
+
+@needs_native
+def test_kernel_reads_folded_views_as_specs_built_per_call(monkeypatch):
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch._dynamo.reset()
+    start = len(backend.RECORDS)
+    c = torch.compile(heads_of_matmul, backend="autofuse", dynamic=False)
+    for seed in range(3):  # new data each call: a view spec kept from an earlier call would read stale memory
+        g = torch.Generator().manual_seed(seed)
+        x, w = torch.randn(8, 16, generator=g), torch.randn(16, 16, generator=g)
+        out = c(x, w)
+        want = heads_of_matmul(x, w)
+        assert out.stride() == want.stride()
+        torch.testing.assert_close(out, want)
+    src = [r for r in backend.RECORDS[start:] if r.steps][0].program_source
+    assert ", S" in src and "RT(" not in src, src  # the views reach the kernel as specs: no torch view is built
