@@ -10,6 +10,7 @@ namespace autofuse::cli {
 
 int cmd_check(const Args& args) {
   ParsedArgs a = parse_args(args, {});
+  expect_at_most_one_file(a);
   if (a.positional.size() != 1) {
     std::fprintf(stderr, "usage: autofuse check FILE\n");
     return 2;

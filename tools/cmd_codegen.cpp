@@ -15,6 +15,7 @@ namespace autofuse::cli {
 
 int cmd_codegen(const Args& args) {
   ParsedArgs a = parse_args(args, {}, {"full"});
+  expect_at_most_one_file(a);
   if (a.positional.size() != 1) {
     std::fprintf(stderr, "usage: autofuse codegen FILE [--full]\n");
     return 2;

@@ -14,6 +14,7 @@ namespace autofuse::cli {
 
 int cmd_fuse(const Args& args) {
   ParsedArgs a = parse_args(args, {"dot", "max-nodes", "max-inputs"}, {"no-horizontal", "no-vertical", "no-recompute"});
+  expect_at_most_one_file(a);
   if (a.positional.size() != 1) {
     std::fprintf(stderr,
                  "usage: autofuse fuse FILE [--dot OUT.svg] [--no-horizontal] [--no-vertical] [--no-recompute] "

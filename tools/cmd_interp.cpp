@@ -108,6 +108,7 @@ void print_summary(const std::string& name, const HostTensor& t) {
 
 int cmd_interp(const Args& args) {
   ParsedArgs a = parse_args(args, {"seed", "shape"});
+  expect_at_most_one_file(a);
   if (a.positional.size() != 1) {
     std::fprintf(stderr, "usage: autofuse interp FILE [--seed K] [--shape SYM=N ...]\n");
     return 2;

@@ -26,6 +26,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int cmd_run(const Args& args) {
   ParsedArgs a = parse_args(args, {"shape", "seed", "repeat"});
+  expect_at_most_one_file(a);
   if (a.positional.size() != 1) {
     std::fprintf(stderr, "usage: autofuse run FILE [--shape SYM=N ...] [--seed K] [--repeat R]\n");
     return 2;
@@ -37,7 +38,7 @@ int cmd_run(const Args& args) {
     if (!g.symbols().count(name)) throw std::invalid_argument("--shape: the graph has no symbol '" + name + "'");
   for (const std::string& s : g.symbols()) b.emplace(s, 8);
   const uint64_t seed = static_cast<uint64_t>(a.get("seed") ? parse_seed(*a.get("seed")) : 0);
-  const int64_t repeat = a.get("repeat") ? std::max<int64_t>(1, parse_int(*a.get("repeat"), "--repeat")) : 5;
+  const int64_t repeat = a.get("repeat") ? parse_count(*a.get("repeat"), "--repeat", 1, 1000000000) : 5;
 
   // One kernel when the graph is one; otherwise the whole graph through fusion (CompiledGraph: its kernels in order).
   auto t0 = std::chrono::steady_clock::now();

@@ -90,7 +90,7 @@ std::set<int64_t> parse_rows(const std::optional<std::string>& s) {
   if (!s) return out;
   std::stringstream ss(*s);
   std::string item;
-  while (std::getline(ss, item, ',')) out.insert(parse_int(item, "--rows"));
+  while (std::getline(ss, item, ',')) out.insert(parse_count(item, "--rows", 1, int64_t{1} << 40));
   return out;
 }
 
@@ -99,10 +99,11 @@ std::set<int64_t> parse_rows(const std::optional<std::string>& s) {
 int cmd_tiling_sweep(const Args& args) {
   ParsedArgs a = parse_args(args, {"total", "reps", "threads", "rows", "ops"}, {"explain"});
   if (!a.positional.empty()) throw std::invalid_argument("unexpected argument '" + a.positional[0] + "'");
-  const int64_t total = a.get("total") ? parse_int(*a.get("total"), "--total") : (int64_t{1} << 24);
+  const int64_t total =
+      a.get("total") ? parse_count(*a.get("total"), "--total", 1, int64_t{1} << 40) : (int64_t{1} << 24);
   const int reps = a.get("reps") ? static_cast<int>(parse_int(*a.get("reps"), "--reps")) : 5;
   if (reps < 1) throw std::invalid_argument("--reps: expected at least 1, got " + std::to_string(reps));
-  if (a.get("threads")) set_num_threads(static_cast<int>(parse_int(*a.get("threads"), "--threads")));
+  if (a.get("threads")) set_num_threads(static_cast<int>(parse_count(*a.get("threads"), "--threads", 1, 4096)));
   const std::set<int64_t> only_rows = parse_rows(a.get("rows"));
   const std::string ops = a.get("ops").value_or("sum,softmax");
   const bool explain = a.get("explain").has_value();

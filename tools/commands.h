@@ -50,6 +50,12 @@ ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_op
 
 /// Parse a decimal integer, throwing std::invalid_argument "WHAT: expected an integer, got 'TEXT'".
 int64_t parse_int(const std::string& text, const std::string& what);
+/// parse_int for a count option: an integer in [lo, hi]; throws std::invalid_argument
+/// "WHAT: expected an integer from LO to HI, got 'TEXT'" otherwise (`--repeat 0` must not run once silently).
+int64_t parse_count(const std::string& text, const std::string& what, int64_t lo, int64_t hi);
+/// Throws std::invalid_argument "unexpected argument 'X' (one FILE is expected)" when more than one positional
+/// argument was given (the subcommands that take one FILE).
+void expect_at_most_one_file(const ParsedArgs& a);
 /// parse_int for --seed: a whole number >= 0; throws std::invalid_argument otherwise.
 int64_t parse_seed(const std::string& text);
 /// The values of repeated `--shape SYM=N` options as symbol -> size (elements); throws std::invalid_argument naming

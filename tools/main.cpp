@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autofuse/support/env.h"
 #include "commands.h"
 
 namespace autofuse::cli {
@@ -157,6 +158,24 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   return v;
 }
 
+int64_t parse_count(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  try {
+    v = parse_int(text, what);
+  } catch (const std::invalid_argument&) {
+    v = lo - 1;  // reported below with the range
+  }
+  if (v < lo || v > hi)
+    throw std::invalid_argument(what + ": expected an integer from " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + ", got '" + text + "'");
+  return v;
+}
+
+void expect_at_most_one_file(const ParsedArgs& a) {
+  if (a.positional.size() > 1)
+    throw std::invalid_argument("unexpected argument '" + a.positional[1] + "' (one FILE is expected)");
+}
+
 int64_t parse_seed(const std::string& text) {
   const int64_t v = parse_int(text, "--seed");
   if (v < 0) throw std::invalid_argument("--seed: expected an integer >= 0, got '" + text + "'");
@@ -172,6 +191,7 @@ int main(int argc, char** argv) {
     print_help(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  autofuse::check_environment();  // a bad AUTOFUSE_* value warns once, before any subcommand reads it
   const std::string name = argv[1];
   for (const Command& c : kCommands) {
     if (name != c.name) continue;

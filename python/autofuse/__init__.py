@@ -22,6 +22,11 @@ from autofuse._core import (  # noqa: E402,F401
 
 __all__ += ["CompileError", "cache_stats", "reset_cache_stats", "set_num_threads", "get_num_threads", "machine_info"]
 
+# Every AUTOFUSE_* variable of fixed form is checked once at import: a bad value warns now (env.py).
+from autofuse import env as _env  # noqa: E402
+
+_env.check_environment()
+
 # The torch.compile backend (registers "autofuse" with Dynamo) and explain(); owned by "torch".
 from autofuse import backend as _backend  # noqa: E402,F401
 from autofuse.explain import explain  # noqa: E402,F401

@@ -54,13 +54,11 @@ _BYPASS = [0]  # >0 while explain() (or a caller of bypass()) runs
 _VERSION: List[str] = []
 
 
-def _env_on(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false", "False")
-
-
 def enabled() -> bool:
     """Whether compiled graphs go through torch's AOTAutograd cache (see the module doc for what turns it off)."""
-    if _BYPASS[0] or _env_on("AUTOFUSE_FORCE_DISABLE_CACHES") or os.environ.get("AUTOFUSE_AOT_CACHE", "1") == "0":
+    from .env import env_bool
+
+    if _BYPASS[0] or env_bool("AUTOFUSE_FORCE_DISABLE_CACHES", False) or not env_bool("AUTOFUSE_AOT_CACHE", True):
         return False
     from .debug import debug_dirs
 

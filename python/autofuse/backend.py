@@ -27,6 +27,7 @@ import torch
 import torch.fx
 
 from . import neg_inputs
+from .env import env_bool
 from .lowering import LoweredGraph, UnsupportedGraph, lower, report_fallback
 from .program import HostGroup, ReferenceGroup, Step, build_program
 
@@ -35,7 +36,7 @@ log = logging.getLogger("autofuse")
 
 def strict() -> bool:
     """AUTOFUSE_STRICT=1: fallbacks of whole graphs and kernels raise instead of warning."""
-    return os.environ.get("AUTOFUSE_STRICT", "") not in ("", "0")
+    return env_bool("AUTOFUSE_STRICT", False)
 
 
 @dataclass

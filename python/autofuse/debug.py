@@ -26,6 +26,7 @@ import subprocess
 import warnings
 from typing import List, Optional
 
+from .env import dfx_debug_on, dfx_flags
 from .lowering import DTYPE_TO_IR
 from .native import group_ir_text
 
@@ -36,19 +37,11 @@ def debug_dirs() -> List[str]:
     d = os.environ.get("AUTOFUSE_DEBUG_DIR")
     if d:
         dirs.append(d)
-    flags = os.environ.get("AUTOFUSE_DFX_FLAGS", "")
-    if flags:
-        opts = {}
-        for part in flags.replace(",", ";").split(";"):
-            part = part.strip().lstrip("-")
-            if "=" in part:
-                k, v = part.split("=", 1)
-                opts[k.strip()] = v.strip()
-        on = opts.get("codegen_compile_debug", "").lower() in ("1", "true", "yes", "on")
-        if "debug_dir" in opts:
-            dirs.append(opts["debug_dir"])
-        elif on:
-            dirs.append("autofuse_debug")
+    opts = dfx_flags()  # bad parts warn once (env.py)
+    if opts.get("debug_dir"):
+        dirs.append(opts["debug_dir"])
+    elif dfx_debug_on(opts):
+        dirs.append("autofuse_debug")
     if os.environ.get("TORCH_COMPILE_DEBUG", "") not in ("", "0"):
         try:
             from torch._dynamo.utils import get_debug_dir
@@ -155,6 +148,15 @@ def dump_record(record, root: str) -> str:
     return gdir
 
 
+def _origin(root: str) -> str:
+    """The environment variable a debug directory of debug_dirs() came from, for messages."""
+    if root == os.environ.get("AUTOFUSE_DEBUG_DIR"):
+        return "AUTOFUSE_DEBUG_DIR"
+    if os.environ.get("AUTOFUSE_DFX_FLAGS"):
+        return "AUTOFUSE_DFX_FLAGS"
+    return "TORCH_COMPILE_DEBUG"
+
+
 def maybe_dump(record) -> None:
     """Dump ``record`` into every configured debug directory (no-op when none is configured). A directory that
     cannot be written (a path under a regular file, no permission, a full disk) gives a warning, not an error."""
@@ -163,4 +165,4 @@ def maybe_dump(record) -> None:
             dump_record(record, root)
         except OSError as e:  # a debug aid must not change what runs: the compiled graph is kept
             warnings.warn(f"autofuse: could not write the debug dump of {record.name} into {root!r} "
-                          f"({type(e).__name__}: {e}); the compiled graph runs as usual")
+                          f"(from {_origin(root)}; {type(e).__name__}: {e}); the compiled graph runs as usual")

@@ -3,13 +3,13 @@
 Compiles a fresh copy of ``fn`` (its own code object and backend object, so it is compiled afresh, without the
 AOTAutograd cache: aot_cache.py, and without touching what else was compiled in the process) with the autofuse
 backend, calls it once with the given arguments, and reports every graph Dynamo/AOTAutograd
-produced: kernels (their IR ops and generated source), ATen fallbacks with reasons, and the graph count.
-``str(report)`` is a readable summary.
+produced: kernels (their IR ops and generated source), ATen fallbacks with reasons, the graph count, and Dynamo's
+graph breaks (why Dynamo split the function into several graphs, with the user source lines, as
+``torch._dynamo.explain`` reports them). ``str(report)`` is a readable summary.
 """
 
 from __future__ import annotations
 
-import functools
 import types
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,6 +30,19 @@ class KernelInfo:
 
 
 @dataclass
+class GraphBreak:
+    """One Dynamo graph break: Dynamo's reason (e.g. "Data-dependent branching" or a call it cannot trace, such as
+    ``print``) and the user stack where it happened, innermost frame last, each ``"FILE:LINE in FUNCTION"``."""
+
+    reason: str
+    user_stack: List[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        where = self.user_stack[-1] if self.user_stack else "unknown location"
+        return f"{where}: {self.reason}"
+
+
+@dataclass
 class ExplainReport:
     """The result of explain(): counts, kernels, fallbacks ``(op, reason)``, and per-graph mode/reason."""
 
@@ -39,14 +52,28 @@ class ExplainReport:
     graphs: List[Tuple[str, str, str]] = field(default_factory=list)  # (name, mode, reason)
     lowered_ops: Counter = field(default_factory=Counter)
     output: Any = None
+    graph_breaks: List[GraphBreak] = field(default_factory=list)
 
     @property
     def kernel_count(self) -> int:
         return len(self.kernels)
 
+    @property
+    def graph_break_count(self) -> int:
+        """Dynamo's graph breaks that ended a graph (each has its reason in ``graph_breaks``)."""
+        return len(self.graph_breaks)
+
     def __str__(self) -> str:
         lines = [f"Autofuse explain: {self.graph_count} graph(s), {self.kernel_count} kernel(s), "
-                 f"{len(self.fallbacks)} fallback(s)"]
+                 f"{len(self.fallbacks)} fallback(s), {self.graph_break_count} graph break(s)"]
+        if self.graph_breaks:
+            lines.append("  graph breaks (Dynamo split the function here; each part is compiled on its own):")
+            for i, b in enumerate(self.graph_breaks, 1):
+                first, *rest = b.reason.strip().splitlines() or [""]
+                lines.append(f"    break {i}: {first}")
+                lines.extend(f"      | {r}" for r in rest if r.strip())
+                for frame in b.user_stack:
+                    lines.append(f"      at {frame}")
         for name, mode, reason in self.graphs:
             lines.append(f"  graph {name}: {mode}" + (f" ({reason})" if reason else ""))
         for k in self.kernels:
@@ -109,6 +136,25 @@ def _compile_isolated(fn: Callable, backend_fn: Callable) -> Callable:
         return torch.compile(fn, backend=backend_fn)
 
 
+def _frame_text(frame) -> str:
+    """A traceback.FrameSummary as ``"FILE:LINE in FUNCTION"`` plus the source line where Python has it."""
+    text = f"{frame.filename}:{frame.lineno} in {frame.name}"
+    line = (getattr(frame, "line", None) or "").strip()
+    return f"{text}: {line}" if line else text
+
+
+def _break_of(gm) -> GraphBreak | None:
+    """The graph break that ended the Dynamo graph ``gm`` (its ``compile_subgraph_reason``, as torch._dynamo.explain
+    reads it), or None when the graph ended at the function's return."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is None or not getattr(reason, "graph_break", False):
+        return None
+    text = str(reason.reason)
+    if text.startswith("generic_jump"):  # Dynamo's name for a branch it cannot trace
+        text += " (a Python branch on a tensor's value: data-dependent control flow)"
+    return GraphBreak(text, [_frame_text(f) for f in (reason.user_stack or [])])
+
+
 def explain(fn: Callable, *args, **kwargs) -> ExplainReport:
     """Compile ``fn`` with the autofuse backend, run it once on ``args``/``kwargs``, and report what happened.
 
@@ -116,15 +162,25 @@ def explain(fn: Callable, *args, **kwargs) -> ExplainReport:
     object with its own code object (``_fresh_callable``) through a backend object of its own, so Dynamo neither
     reuses code compiled earlier for ``fn`` (the report always describes a full compile) nor replaces it (a function
     the caller compiled keeps its compiled code: tests/python/test_explain.py). Calling explain() again compiles
-    again."""
+    again. Graph breaks are read from each graph Dynamo hands the backend (its ``compile_subgraph_reason``, as
+    ``torch._dynamo.explain`` reads them, but without that function's ``reset()``)."""
     from . import aot_cache, backend
 
     start = len(backend.RECORDS)
     # a new backend object: Dynamo's backend-match guard then never hands this compile another caller's code (nested
     # frames after a graph break keep their code objects) and never hands our code to another caller
-    compiled = _compile_isolated(_fresh_callable(fn), functools.partial(backend.autofuse_backend))
+    breaks: List[GraphBreak] = []
+
+    def explaining_backend(gm, example_inputs, **kw):
+        b = _break_of(gm)
+        if b is not None:
+            breaks.append(b)
+        return backend.autofuse_backend(gm, example_inputs, **kw)
+
+    compiled = _compile_isolated(_fresh_callable(fn), explaining_backend)
     with aot_cache.bypass():  # a cache hit would not lower anything, and the report lists what was lowered
         out = compiled(*args, **kwargs)
     rep = report_from_records(backend.RECORDS[start:])
+    rep.graph_breaks = breaks
     rep.output = out
     return rep

@@ -118,18 +118,11 @@ def compile_threads() -> int:
 
     ``Kernel.compile`` releases the GIL while the C++ compiler runs, so the threads overlap the compiler processes.
     """
-    env = os.environ.get("AUTOFUSE_COMPILE_THREADS", "")
-    if env.strip():
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n >= 1:
-            return n
-        import warnings
-        warnings.warn(f"AUTOFUSE_COMPILE_THREADS={env!r} is not a positive integer; using the core count",
-                      RuntimeWarning, stacklevel=2)
-    return max(1, os.cpu_count() or 1)
+    from .env import cpu_count, env_int
+
+    cpus = cpu_count()
+    n = env_int("AUTOFUSE_COMPILE_THREADS", 1, 4096, f"the CPU count ({cpus})")  # a bad value warns once
+    return n if n is not None else cpus
 
 
 def compile_kernels(core, subgraphs: List[Any]) -> List[Any]:

@@ -32,7 +32,9 @@ import time
 import types
 from dataclasses import dataclass, field
 
-_ENV_ON = os.environ.get("AUTOFUSE_PROFILE", "") not in ("", "0", "false", "False")
+from .env import env_bool
+
+_ENV_ON = env_bool("AUTOFUSE_PROFILE", False)
 _lock = threading.Lock()
 _active: list["Profile"] = []  # profiles currently recording: the env-wide one and any open contexts
 _enabled = False

@@ -250,7 +250,9 @@ def expand_outputs(lg) -> Dict[int, int]:
     ``broadcast_to`` node -> its input. The native path then makes the input the kernel's output and the program
     returns ``input.expand(...)`` (no copy, eager's zero strides) instead of a kernel writing every broadcast copy.
     Other IR readers of the broadcast still get it inside their kernels (a broadcast is fused where it is read); not
-    for a broadcast that is a mutation's value or an index check, nor for one of a graph input or constant."""
+    for a broadcast that is a mutation's value or an index check, nor for one of a constant. A broadcast of a graph
+    input is covered too: the output is then a view of the caller's tensor, as eager's (AOTAutograd's alias replay
+    under dynamic shapes needs the view's zero strides: tests/python/test_backend_expand_input.py)."""
     vals: Dict[int, Any] = {}
     for node, v in lg.fx_value.items():
         if isinstance(v, int) and isinstance(node, torch.fx.Node):
@@ -262,6 +264,6 @@ def expand_outputs(lg) -> Dict[int, int]:
         if n is None or n.op != "broadcast_to" or o in read or not _expanded(vals.get(o)):
             continue
         ins = [u for u in n.inputs if lg.nodes[u].op != "constant"]
-        if len(ins) == 1 and lg.nodes[ins[0]].op != "input":
+        if len(ins) == 1:
             out[o] = ins[0]
     return out

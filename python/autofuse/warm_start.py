@@ -490,5 +490,7 @@ def stats() -> dict:
 
 def maybe_enable_from_env() -> None:
     """``AUTOFUSE_WARM_START=1``: enable_warm_start() at import."""
-    if os.environ.get("AUTOFUSE_WARM_START", "") not in ("", "0", "false", "False"):
+    from .env import env_bool
+
+    if env_bool("AUTOFUSE_WARM_START", False):
         enable_warm_start()

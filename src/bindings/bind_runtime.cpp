@@ -1,9 +1,11 @@
 // Python bindings of the runtime (owner: runtime; kernel bindings, if any, by codegen): cache statistics, the
 // thread count, the host ISA, the machine model, and compile_module for tests and tools.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include "autofuse/runtime/host_openmp.h"
 #include "autofuse/runtime/runtime.h"
+#include "autofuse/support/env.h"
 #include "autofuse/tiling/machine.h"
 #include "bindings.h"
 
@@ -83,6 +85,24 @@ void bind_runtime(nb::module_& m) {
       "ATen) or 'pool' (the launcher's own threads: no OpenMP loaded, AUTOFUSE_THREADS=pool, or a forked child)");
   m.def("host_isa", &host_isa, "Kernel ISA: 'avx512', 'avx2' or 'scalar' (AUTOFUSE_ISA overrides the CPU probe)");
   m.def("kernel_compile_flags", &kernel_compile_flags, "The compiler flags kernels are built with");
+
+  // Environment variables (support/env.h): the Python package reads its AUTOFUSE_* variables through these, so a bad
+  // value warns once per process on stderr whichever side reads it first.
+  m.def("env_bool", &env_bool, nb::arg("name"), nb::arg("fallback"),
+        "Boolean variable: unset/empty -> fallback; 1/true/yes/on or 0/false/no/off; anything else warns once and "
+        "gives fallback");
+  m.def(
+      "env_int",
+      [](const std::string& name, int64_t lo, int64_t hi, const std::string& instead) {
+        return env_int(name.c_str(), lo, hi, instead);
+      },
+      nb::arg("name"), nb::arg("lo"), nb::arg("hi"), nb::arg("instead"),
+      "Integer variable in [lo, hi]: unset/empty -> None; a bad value warns once (naming `instead`) -> None");
+  m.def("env_warn", &env_warn, nb::arg("name"), nb::arg("value"), nb::arg("problem"), nb::arg("instead"),
+        "Warn once per (name, value) on stderr: \"autofuse: warning: NAME='VALUE' PROBLEM; using INSTEAD\"");
+  m.def("check_environment", &check_environment,
+        "Check every AUTOFUSE_* variable of fixed form (booleans, counts, choices); bad values warn once");
+  m.def("cpu_count", &cpu_count, "CPUs this process may run on (sched_getaffinity)");
 
   m.def(
       "machine_info", [](bool reprobe) { return machine_dict(reprobe ? reprobe_machine() : machine_info()); },

@@ -168,5 +168,37 @@ TEST(Graph, FindUsesNamesEvenAfterRenames) {
   EXPECT_EQ(copy.find("renamed"), 1);
 }
 
+// The verifier's message for the IR text, or the parser's error if the parser rejects it first.
+std::string verify_text_error(const std::string& text) {
+  try {
+    return verify_error(parse_graph(text));
+  } catch (const IRError& e) {
+    return e.what();
+  }
+}
+
+TEST(Verifier, ReshapeWhoseElementCountsDifferUnlessASymbolIsZero) {
+  // 8*s0 vs 3*s0: equal only for s0 = 0 (infer_type cannot call them provably unequal)
+  std::string one =
+      verify_text_error("graph g(%x: f32[s0, 8]) {\n  %y = reshape(%x) {shape=[s0, 3]}\n  return %y\n}\n");
+  EXPECT_NE(one.find("%y = reshape(%x): cannot reshape [s0, 8] (8*s0 elements) to [s0, 3] (3*s0 elements): the "
+                     "element counts differ unless a size symbol is 0; expected equal element counts"),
+            std::string::npos)
+      << one;
+  std::string two =
+      verify_text_error("graph g(%x: f32[s0, s1, 2]) {\n  %y = reshape(%x) {shape=[s1, 4, s0]}\n  return %y\n}\n");
+  EXPECT_NE(two.find("cannot reshape [s0, s1, 2] (2*s0*s1 elements) to [s1, 4, s0] (4*s0*s1 elements)"),
+            std::string::npos)
+      << two;
+  // Equal counts, and counts whose equality depends on the sizes (s1 = 2*s0 is possible): accepted.
+  EXPECT_EQ(verify_text_error("graph g(%x: f32[s0, 8]) {\n  %y = reshape(%x) {shape=[2, s0, 4]}\n  return %y\n}\n"),
+            "ok");
+  EXPECT_EQ(verify_text_error("graph g(%x: f32[s0, s1]) {\n  %y = reshape(%x) {shape=[s1, s0]}\n  return %y\n}\n"),
+            "ok");
+  EXPECT_EQ(
+      verify_text_error("graph g(%x: f32[s0, 4], %z: f32[s1]) {\n  %y = reshape(%x) {shape=[s1, 2]}\n  return %y\n}\n"),
+      "ok");
+}
+
 }  // namespace
 }  // namespace autofuse

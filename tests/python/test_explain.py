@@ -56,3 +56,33 @@ def test_explain_twice_reports_a_full_compile_each_time():
     assert a.graph_count == b.graph_count >= 1
     assert [k.ops for k in a.kernels] == [k.ops for k in b.kernels] and a.kernel_count >= 1
     assert b.lowered_ops == a.lowered_ops and sum(b.lowered_ops.values()) > 0
+
+
+def _breaks_twice(x):
+    y = torch.relu(x) * 2
+    if y.sum() > 0:  # data-dependent branch: a graph break
+        y = y + 1
+    print("explain test: printing breaks the graph")
+    return torch.tanh(y)
+
+
+def test_explain_reports_graph_breaks_with_source_lines(capsys):
+    torch._dynamo.reset()
+    x = torch.rand(8, 8) + 0.1  # sum > 0: the branch is taken
+    rep = autofuse.explain(_breaks_twice, x)
+    torch.testing.assert_close(rep.output, torch.tanh(torch.relu(x) * 2 + 1))
+    assert rep.graph_count == 3 and rep.graph_break_count == 2, str(rep)
+    branch, printed = rep.graph_breaks
+    assert "data-dependent" in branch.reason
+    assert any(__file__ in f and "if y.sum() > 0" in f for f in branch.user_stack), branch.user_stack
+    assert "print" in printed.reason
+    assert any(__file__ in f and "print(" in f for f in printed.user_stack), printed.user_stack
+    text = str(rep)
+    assert "2 graph break(s)" in text and "break 1:" in text and "break 2:" in text
+    assert f"{__file__}:" in text and "if y.sum() > 0" in text
+
+
+def test_explain_without_breaks_reports_none():
+    rep = autofuse.explain(_gelu_scale, torch.randn(4, 4))
+    assert rep.graph_count == 1 and rep.graph_breaks == [], str(rep)
+    assert "0 graph break(s)" in str(rep)

@@ -7,13 +7,11 @@
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/driver/host_ops.h"
 #include "autofuse/ir/interpreter.h"
+#include "autofuse/support/env.h"
 
 namespace autofuse {
 
-bool CompileGraphOptions::strict_from_env() {
-  const char* s = std::getenv("AUTOFUSE_STRICT");
-  return s && std::strcmp(s, "0") != 0 && *s;
-}
+bool CompileGraphOptions::strict_from_env() { return env_bool("AUTOFUSE_STRICT", false); }
 
 CompiledGraph CompiledGraph::compile(const Graph& g, const CompileGraphOptions& o) {
   CompiledGraph cg;

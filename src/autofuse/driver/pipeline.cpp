@@ -7,6 +7,7 @@
 
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/verifier.h"
+#include "autofuse/support/env.h"
 
 namespace autofuse {
 
@@ -14,8 +15,7 @@ FusionOptions default_fusion_options() {
   FusionOptions o;
   o.kernel_check = [](const Graph& g) { return kernel_unsupported_reason(g); };
   // AUTOFUSE_FUSE_CONCAT=0: every concat a host step (the A/B switch of the concat split, codegen/kernel_concat.cpp).
-  const char* fc = std::getenv("AUTOFUSE_FUSE_CONCAT");
-  o.fuse_concat = !(fc && std::string(fc) == "0");
+  o.fuse_concat = env_bool("AUTOFUSE_FUSE_CONCAT", true);
   return o;
 }
 

@@ -3,15 +3,14 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "autofuse/support/env.h"
+
 namespace autofuse {
 
 PrecisionPolicy precision_policy_from_env() {
-  const char* v = std::getenv("AUTOFUSE_EMULATE_PRECISION_CASTS");
-  if (v == nullptr || *v == '\0' || std::string(v) == "0") return PrecisionPolicy::Float32Inside;
-  if (std::string(v) == "1") return PrecisionPolicy::EmulateCasts;
-  throw std::invalid_argument(std::string("AUTOFUSE_EMULATE_PRECISION_CASTS='") + v +
-                              "' is not a precision policy; expected 0 (float32 inside kernels) or 1 (round after "
-                              "every op, as eager)");
+  // a bad value warns once and gives the default, float32 inside kernels (support/env.h)
+  return env_bool("AUTOFUSE_EMULATE_PRECISION_CASTS", false) ? PrecisionPolicy::EmulateCasts
+                                                             : PrecisionPolicy::Float32Inside;
 }
 
 std::string precision_policy_name(PrecisionPolicy p) {

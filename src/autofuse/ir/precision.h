@@ -21,9 +21,9 @@ enum class PrecisionPolicy {
   EmulateCasts,
 };
 
-/// The policy selected by the environment variable AUTOFUSE_EMULATE_PRECISION_CASTS: unset, empty or "0" gives
-/// Float32Inside, "1" gives EmulateCasts. Read at each call (kernels read it when they are compiled).
-/// Throws std::invalid_argument for any other value, naming the variable and the value.
+/// The policy selected by the environment variable AUTOFUSE_EMULATE_PRECISION_CASTS, a boolean (support/env.h):
+/// unset, empty or "0" gives Float32Inside, "1" gives EmulateCasts. Read at each call (kernels read it when they are
+/// compiled). Any other value warns once, naming the variable and the value, and gives Float32Inside.
 PrecisionPolicy precision_policy_from_env();
 
 /// "f32-inside" or "emulate-casts" (used in generated sources, so the two policies never share a cached binary).

@@ -1,6 +1,7 @@
 #include "autofuse/ir/verifier.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -29,6 +30,38 @@ void collect_attr_symbols(const AttrValue& v, std::set<std::string>& out) {
   if (auto* e = std::get_if<Expr>(&v)) e->collect_symbols(out);
   if (auto* es = std::get_if<std::vector<Expr>>(&v))
     for (const auto& e : *es) e.collect_symbols(out);
+}
+
+/// An element count as constant * monomial (a product of symbols, possibly empty = 1), or nullopt when it is not
+/// of that form (a sum, a floordiv, ...). numel's canonical Mul puts its constant factor first.
+std::optional<std::pair<int64_t, Expr>> split_monomial(const Expr& e) {
+  if (auto c = e.as_const()) return std::make_pair(*c, Expr(1));
+  if (e.kind() == Expr::Kind::Sym) return std::make_pair(int64_t{1}, e);
+  if (e.kind() != Expr::Kind::Mul) return std::nullopt;
+  int64_t c = 1;
+  Expr rest(1);
+  for (const Expr& a : e.args()) {
+    if (auto k = a.as_const()) {
+      c *= *k;
+    } else if (a.kind() == Expr::Kind::Sym) {
+      rest = rest * a;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::make_pair(c, rest);
+}
+
+/// A reshape whose element counts are c1 * M and c2 * M with the same product of symbols M and constants c1 != c2:
+/// equal only when a symbol is 0 (`reshape(%x: f32[s0, 8]) {shape=[s0, 3]}`). infer_type rejects only counts that
+/// are provably unequal for every binding; this rejects those equal only for empty tensors, which no real graph
+/// means (Dynamo specializes sizes 0 and 1, so its symbols are >= 2). Returns the message, or nullopt.
+std::optional<std::string> impossible_reshape(const Shape& from, const Shape& to) {
+  Expr a = numel(from), b = numel(to);
+  auto sa = split_monomial(a), sb = split_monomial(b);
+  if (!sa || !sb || sa->second.is_const() || sa->second != sb->second || sa->first == sb->first) return std::nullopt;
+  return "cannot reshape " + shape_str(from) + " (" + a.str() + " elements) to " + shape_str(to) + " (" + b.str() +
+         " elements): the element counts differ unless a size symbol is 0; expected equal element counts";
 }
 
 class Verifier {
@@ -92,6 +125,8 @@ class Verifier {
     }
     if (t.dtype != n.dtype || t.shape != n.shape)
       fail(id, "declared type " + print_type(n.type()) + " differs from the op table's; expected " + print_type(t));
+    if (n.op == OpKind::Reshape)
+      if (auto why = impossible_reshape(g_.node(n.inputs[0]).shape, n.shape)) fail(id, *why);
     if (n.op == OpKind::Input && has_attr(n.attrs, "strides")) {
       const auto& strides = attr_shape(n.attrs, "strides");
       for (size_t d = 0; d < strides.size(); ++d)

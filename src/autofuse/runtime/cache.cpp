@@ -20,6 +20,7 @@
 #include "autofuse/runtime/cache_dir.h"
 #include "autofuse/runtime/hash.h"
 #include "autofuse/runtime/isa.h"
+#include "autofuse/support/env.h"
 
 namespace autofuse {
 namespace {
@@ -28,10 +29,7 @@ constexpr const char* kLayout = "v1";
 
 std::atomic<int64_t> g_compiles{0}, g_disk_hits{0}, g_memory_hits{0}, g_rebuilt{0}, g_compiler_runs{0};
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-}
+bool env_flag(const char* name) { return env_bool(name, false); }  // bad values warn once (support/env.h)
 
 std::string sanitize_hint(const std::string& hint) {
   std::string out;

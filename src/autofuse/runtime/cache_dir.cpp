@@ -64,8 +64,13 @@ std::string checked_private_dir(std::string dir) {
 }  // namespace
 
 std::string cache_dir() {
-  if (const char* env = std::getenv("AUTOFUSE_CACHE_DIR"); env != nullptr && *env != '\0')
-    return checked_private_dir(env);
+  if (const char* env = std::getenv("AUTOFUSE_CACHE_DIR"); env != nullptr && *env != '\0') {
+    try {
+      return checked_private_dir(env);
+    } catch (const CacheDirError& e) {  // name the variable the directory came from
+      throw CacheDirError(std::string("AUTOFUSE_CACHE_DIR='") + env + "': " + e.what());
+    }
+  }
   const std::string root = user_cache_root();
   if (root.empty())
     throw CacheDirError("no cache directory: set AUTOFUSE_CACHE_DIR (HOME and XDG_CACHE_HOME are unset)");
@@ -73,8 +78,13 @@ std::string cache_dir() {
 }
 
 std::string machine_dir() {
-  if (const char* env = std::getenv("AUTOFUSE_MACHINE_DIR"); env != nullptr && *env != '\0')
-    return checked_private_dir(env);
+  if (const char* env = std::getenv("AUTOFUSE_MACHINE_DIR"); env != nullptr && *env != '\0') {
+    try {
+      return checked_private_dir(env);
+    } catch (const CacheDirError& e) {  // name the variable the directory came from
+      throw CacheDirError(std::string("AUTOFUSE_MACHINE_DIR='") + env + "': " + e.what());
+    }
+  }
   const std::string root = user_cache_root();
   return root.empty() ? cache_subdir("machine") : checked_private_dir(root + "/machine");
 }

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "autofuse/support/env.h"
+
 namespace autofuse {
 namespace {
 
@@ -18,10 +20,7 @@ std::once_flag g_once;
 
 void look_up() {
   pthread_atfork(nullptr, nullptr, [] { disable_host_openmp(); });
-  const char* mode = std::getenv("AUTOFUSE_THREADS");
-  if (mode != nullptr && std::strcmp(mode, "pool") == 0) return;
-  if (mode != nullptr && *mode != '\0' && std::strcmp(mode, "omp") != 0 && std::strcmp(mode, "auto") != 0)
-    std::fprintf(stderr, "autofuse: AUTOFUSE_THREADS='%s' is not one of pool, omp, auto; using auto\n", mode);
+  if (env_choice("AUTOFUSE_THREADS", {"auto", "omp", "pool"}, "auto") == "pool") return;  // bad values warn once
   // RTLD_NOLOAD: only an already-loaded libgomp (matched by its soname), never a fresh one of our own, which would
   // start a second team of spinning threads.
   void* h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "autofuse/runtime/compiler.h"
+#include "autofuse/support/env.h"
 
 namespace autofuse {
 namespace {
@@ -62,11 +63,9 @@ std::string probed_isa() {
 }
 
 std::string host_isa() {
-  const char* env = std::getenv("AUTOFUSE_ISA");
-  if (env == nullptr || *env == '\0') return probed_isa();
-  std::string v(env);
-  if (v == "avx512" || v == "avx2" || v == "scalar") return v;
-  throw std::runtime_error("AUTOFUSE_ISA='" + v + "' is not a kernel ISA; expected avx512, avx2 or scalar");
+  // a bad value warns once and is ignored (support/env.h)
+  auto v = env_choice("AUTOFUSE_ISA", {"avx512", "avx2", "scalar"}, "the CPU's own ISA (" + probed_isa() + ")");
+  return v ? *v : probed_isa();
 }
 
 int isa_vector_bytes(const std::string& isa) {

@@ -8,8 +8,9 @@ namespace autofuse {
 
 /// The widest kernel ISA this CPU runs: "avx512" (AVX-512 F+BW+VL+DQ), "avx2" (AVX2+FMA+F16C) or "scalar".
 /// The environment variable AUTOFUSE_ISA (one of those three names) overrides the probe, for tests; any other value
-/// throws std::runtime_error naming the variable. The override is not checked against the CPU: asking for more than
-/// it has builds kernels that die of SIGILL. Probed once per process (cpuid through __builtin_cpu_supports).
+/// warns once (naming the variable and the value, support/env.h) and the probe's answer is used. The override is not
+/// checked against the CPU: asking for more than it has builds kernels that die of SIGILL. Probed once per process
+/// (cpuid through __builtin_cpu_supports).
 std::string host_isa();
 
 /// What the CPU itself supports, ignoring AUTOFUSE_ISA.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "autofuse/runtime/host_openmp.h"
+#include "autofuse/support/env.h"
 
 namespace autofuse {
 namespace {
@@ -160,12 +161,10 @@ Pool& pool() {
 }
 
 int default_threads() {
-  if (const char* env = std::getenv("AUTOFUSE_NUM_THREADS"); env != nullptr && std::atoi(env) > 0) {
-    return std::atoi(env);
-  }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  check_environment();  // the first parallel_for of a C++ API user: every bad AUTOFUSE_* value warns (once)
+  const int cpus = cpu_count();
+  auto n = env_int("AUTOFUSE_NUM_THREADS", 1, 4096, "the CPU count (" + std::to_string(cpus) + ")");
+  return n ? static_cast<int>(*n) : cpus;
 }
 
 /// One OpenMP team thread's share of a job (GOMP_parallel's callback): claims chunks like a pool worker.

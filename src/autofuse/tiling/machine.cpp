@@ -17,6 +17,7 @@
 #include "autofuse/runtime/cache_dir.h"
 #include "autofuse/runtime/hash.h"
 #include "autofuse/runtime/isa.h"
+#include "autofuse/support/env.h"
 
 namespace autofuse {
 namespace {
@@ -40,10 +41,7 @@ int64_t parse_size(const std::string& s) {
   return v;
 }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-}
+bool env_flag(const char* name) { return env_bool(name, false); }  // bad values warn once (support/env.h)
 
 /// The key the per-machine file is named by: everything that would change the measured figures.
 std::string fingerprint(const MachineInfo& m) {
@@ -136,6 +134,13 @@ void fill_bandwidth(MachineInfo* m, bool force) {
   } catch (const std::exception& e) {
     path.clear();
     m->bandwidth_source = std::string("not cached: ") + e.what();
+    if (const char* env = std::getenv("AUTOFUSE_MACHINE_DIR"); env != nullptr && *env != '\0') {
+      std::string why = e.what();  // machine_dir()'s message starts with "AUTOFUSE_MACHINE_DIR='...': "
+      if (size_t at = why.find("': "); why.rfind("AUTOFUSE_MACHINE_DIR=", 0) == 0 && at != std::string::npos)
+        why = why.substr(at + 3);
+      env_warn("AUTOFUSE_MACHINE_DIR", env, "is not usable (" + why + ")",
+               "no machine-model cache (the bandwidths are measured again in every process)");
+    }
   }
   if (!force && !path.empty() && load_bandwidth_file(path, m)) return;
   try {

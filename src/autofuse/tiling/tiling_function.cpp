@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "autofuse/runtime/thread_pool.h"
+#include "autofuse/support/env.h"
 #include "autofuse/tiling/machine.h"
 #include "autofuse/tiling/rows_vector.h"
 
@@ -17,10 +18,7 @@ namespace {
 thread_local std::optional<TilingKind> g_forced;
 
 bool debug_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("AUTOFUSE_DEBUG");
-    return e && *e && std::string(e) != "0";
-  }();
+  static const bool on = env_bool("AUTOFUSE_DEBUG", false);
   return on;
 }
 

@@ -71,6 +71,17 @@ std::vector<bool> full_values_needed(const Graph& g, const LoopNest& nest, int p
 /// its computation includes a transcendental function, it is a float, and a later pass needs it (that pass then
 /// reloads it instead of recomputing it, bit-identical).
 std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_passes);
+/// Per value of g: the stash slot of a stashed value (slots numbered from 0), -1 for the others. A value reuses the
+/// slot of an earlier stashed value of the same C++ type that no pass after its own store pass reloads (in the store
+/// pass itself, the earlier value's load at a row position precedes the later value's store there: values are
+/// emitted in graph order). bf16 softmax: the widened input (stored in pass 1, reloaded in pass 2) and exp (stored
+/// in pass 2) share one slot, halving the stash (fewer L1 misses).
+std::vector<int> plan_stash_slots(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
+                                  int num_passes);
+/// The C++ declarations of the row stash (none when nothing is stashed): the `stash_bytes` stack buffer, `rn_pad`,
+/// the per-call flag `af_use_stash` (the row's slots fit the buffer) and one pointer `st<id>` per stashed value.
+std::vector<std::string> stash_declarations(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
+                                            int num_passes, int64_t stash_bytes);
 /// Per value of g: true for a row maximum (amax, float, inner reduction, not an output) whose accumulator may ignore
 /// NaN (af_max_nonan: one vmaxps instead of two compares and a select). Sound when every use of m = amax(x) is
 /// x - m and every output computed from those differences also depends, through NaN-propagating float ops (add, sub,
@@ -78,6 +89,19 @@ std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_pa
 /// such output is NaN, whatever m is, as in eager, where m itself is NaN (softmax, log-softmax).
 /// +inf / -inf rows keep the exact maximum (vmaxps is exact on non-NaN inputs).
 std::vector<bool> row_max_without_nan_select(const Graph& g, const LoopNest& nest);
+/// What the emitter can prove about a float value's elements (softmax_value_bounds).
+enum class ValueBound : uint8_t {
+  None,
+  NonPositive,  ///< every element is <= 0 or NaN
+  Unit,         ///< every element is in [0, 1] or NaN
+};
+/// Per value of g: NonPositive for `sub(x, m)` with m = `amax(x)` keeping its reduced axes (each element of x is at
+/// most the max of a set of elements holding it: <= 0, or NaN when m or x is NaN or inf - inf; this holds for the
+/// NaN-ignoring row max too, and under either precision policy: rounding keeps the sign), Unit for `exp` of a
+/// NonPositive value (exp(x) <= 1 for x <= 0; our exp returns exactly 1 at 0 and never exceeds it below).
+/// Used to drop exp's clamp (af_exp_nonpos) and to check a softmax numerator's range with one compare
+/// (af_div_rcp_unit); both give the same bits as the general helpers on such values.
+std::vector<ValueBound> softmax_value_bounds(const Graph& g);
 
 // ---- per-op pieces (emit_ops.cpp) ----
 /// Whether a reduction op over inputs of dtype `in` sums floats in a cascade (f32 block partials folded into f64).
@@ -95,9 +119,11 @@ std::string splat_literal(const Scalar& s, DType t);
 /// The expression computing node `n` from the variables named by `arg` (one per input); nullopt-like empty string
 /// for ops the caller handles itself (input, reduce, iota). f16/bf16 results are rounded to their dtype at casts and
 /// constants always, and after every other op only under PrecisionPolicy::EmulateCasts.
-/// `rcp`, for a div node, names the reciprocal of its divisor (see divisors_with_reciprocal): af_div_rcp instead of /.
+/// `rcp`, for a div node, names the reciprocal of its divisor (see divisors_with_reciprocal): af_div_rcp instead of /
+/// (af_div_rcp_unit when `arg_bound`, the bound of the first input, is Unit). An exp of a NonPositive input is
+/// af_exp_nonpos.
 std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& arg, PrecisionPolicy p,
-                          const std::string& rcp = "");
+                          const std::string& rcp = "", ValueBound arg_bound = ValueBound::None);
 /// Per value of g: whether it is a divisor computed once per row (kept, f32/f16/bf16, so computed in f32) of some
 /// div node that is computed per element (full), in a kernel whose vector axis is reduced. The emitter declares
 /// `x<id>_r = 1.0f / x<id>` with it and those divisions become af_div_rcp (af_kernel.inc: the same correctly rounded

@@ -34,6 +34,7 @@ class Emitter {
     plan_prefetch();
     if (inner_) rcp_ = divisors_with_reciprocal(g, nest);
     nonan_max_ = row_max_without_nan_select(g, nest);
+    bounds_ = softmax_value_bounds(g);
   }
 
   std::string run() {
@@ -191,20 +192,7 @@ class Emitter {
 
   /// The stash buffer, its use flag for this call, and one pointer `st<id>` per stashed value.
   void emit_stash_decls() {
-    std::vector<std::pair<size_t, std::string>> vals;
-    for (size_t i = 0; i < g_.size(); ++i)
-      if (is_stashed(i)) vals.push_back({i, compute_ctype(g_.node(static_cast<ValueId>(i)).dtype)});
-    if (vals.empty()) return;
-    std::string per = "0";
-    for (auto& [i, ct] : vals) per += " + sizeof(" + ct + ")";
-    line("alignas(64) char af_stash[" + s(kStashBytes) + "];  // the row stash: values later passes reload");
-    line("const int64_t rn_pad = (rn + AF_W - 1) / AF_W * AF_W;");
-    line("const bool af_use_stash = rn_pad * (int64_t)(" + per + ") <= (int64_t)sizeof af_stash;");
-    std::string off = "0";
-    for (auto& [i, ct] : vals) {
-      line(ct + "* __restrict st" + s(i) + " = (" + ct + "*)(af_stash + rn_pad * (" + off + "));");
-      off += " + sizeof(" + ct + ")";
-    }
+    for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) line(l);
   }
 
   // Prefetching the next row. A multi-pass row reduction (softmax, layer norm) reads its row from DRAM in pass 1
@@ -587,7 +575,8 @@ class Emitter {
       std::vector<std::string> args;
       for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
       const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
-      e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "");
+      const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
+      e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
     // A per-row divisor's lanes are all equal: one scalar division (vdivps on a splat was ~10% of a short softmax).
@@ -640,10 +629,11 @@ class Emitter {
   std::vector<std::string> cur_;
   std::vector<bool> in_scope_;
   std::map<ValueId, std::string> red_value_;
-  int prefetch_pass_ = 0;        // the pass that prefetches the next row (0: none)
-  std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
-  std::vector<bool> rcp_;        // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
-  std::vector<bool> nonan_max_;  // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
+  int prefetch_pass_ = 0;           // the pass that prefetches the next row (0: none)
+  std::vector<int> stash_pass_;     // per value: the pass that stores it into the row stash (0: not stashed)
+  std::vector<bool> rcp_;           // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
+  std::vector<bool> nonan_max_;     // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
+  std::vector<ValueBound> bounds_;  // per value: its proven sign or range (softmax_value_bounds)
   std::ostringstream out_;
   int ind_ = 0;
 };

@@ -93,7 +93,7 @@ std::string splat_literal(const Scalar& s, DType t) {
 }
 
 std::string op_expression(const Graph& g, const Node& n, const std::vector<std::string>& a, PrecisionPolicy p,
-                          const std::string& rcp) {
+                          const std::string& rcp, ValueBound arg_bound) {
   const DType in_t = n.inputs.empty() ? n.dtype : g.node(n.inputs[0]).dtype;
   const std::string ct = compute_ctype(in_t);
   const std::string oct = compute_ctype(n.dtype);
@@ -107,7 +107,7 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
     case OpKind::Full:
       return splat_literal(attr_scalar(n.attrs, "value"), n.dtype);
     case OpKind::Exp:
-      return r("af_exp(" + a[0] + ")");
+      return r((arg_bound == ValueBound::NonPositive ? "af_exp_nonpos(" : "af_exp(") + a[0] + ")");
     case OpKind::Exp2:
       return r("af_exp2(" + a[0] + ")");
     case OpKind::Expm1:
@@ -171,7 +171,9 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
     case OpKind::Mul:
       return r(bl ? "(" + a[0] + " & " + a[1] + ")" : call("af_mul", ct, a));
     case OpKind::Div:
-      if (!rcp.empty() && ct == "float") return r("af_div_rcp(" + a[0] + ", " + a[1] + ", " + rcp + ")");
+      if (!rcp.empty() && ct == "float")
+        return r((arg_bound == ValueBound::Unit ? "af_div_rcp_unit(" : "af_div_rcp(") + a[0] + ", " + a[1] + ", " +
+                 rcp + ")");
       return r("(" + a[0] + " / " + a[1] + ")");
     case OpKind::FloorDiv:
       return r(call("af_floordiv", ct, a));

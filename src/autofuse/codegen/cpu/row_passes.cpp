@@ -50,6 +50,10 @@ std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_pa
   }
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& nd = g.node(static_cast<ValueId>(i));
+    // An f16/bf16 input is widened to f32 at every load (two uops per vector for bf16): a later pass reloads the
+    // widened values from the stash instead (bf16 softmax: pass 2 reads pass 1's values; session 7, perf7).
+    if (nd.op == OpKind::Input && (nd.dtype == DType::BFloat16 || nd.dtype == DType::Float16))
+      costly[i] = !kept(static_cast<ValueId>(i));
     if (kept(static_cast<ValueId>(i)) || nd.info().category != OpCategory::Elementwise) continue;
     costly[i] = is_transcendental(nd.op);
     for (ValueId in : nd.inputs) costly[i] = costly[i] || costly[static_cast<size_t>(in)];
@@ -73,6 +77,60 @@ std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_pa
     }
   }
   return stash_pass;
+}
+
+std::vector<int> plan_stash_slots(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
+                                  int num_passes) {
+  std::vector<int> last(g.size(), 0);  // the last pass reloading each stashed value
+  for (int p = 2; p <= num_passes; ++p) {
+    const std::vector<bool> need = full_values_needed(g, nest, p, &stash_pass);
+    for (size_t i = 0; i < g.size(); ++i)
+      if (need[i] && stash_pass[i] > 0 && stash_pass[i] < p) last[i] = p;
+  }
+  std::vector<int> slot(g.size(), -1);
+  std::vector<size_t> owner;  // per slot: the value stored in it last
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (stash_pass[i] == 0) continue;
+    const std::string ct = compute_ctype(g.node(static_cast<ValueId>(i)).dtype);
+    for (size_t k = 0; k < owner.size() && slot[i] < 0; ++k)
+      if (compute_ctype(g.node(static_cast<ValueId>(owner[k])).dtype) == ct && last[owner[k]] <= stash_pass[i])
+        slot[i] = static_cast<int>(k);
+    if (slot[i] < 0) {
+      slot[i] = static_cast<int>(owner.size());
+      owner.push_back(i);
+    }
+    owner[static_cast<size_t>(slot[i])] = i;
+  }
+  return slot;
+}
+
+std::vector<std::string> stash_declarations(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
+                                            int num_passes, int64_t stash_bytes) {
+  std::vector<std::string> out;
+  const std::vector<int> slot = plan_stash_slots(g, nest, stash_pass, num_passes);
+  std::string per = "0", off = "0";
+  std::vector<std::string> ptrs;
+  std::vector<size_t> first;  // per slot: its first value, whose pointer later values of the slot copy
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (stash_pass[i] == 0) continue;
+    const std::string ct = compute_ctype(g.node(static_cast<ValueId>(i)).dtype), id = std::to_string(i);
+    const size_t k = static_cast<size_t>(slot[i]);
+    if (k < first.size()) {  // a copy of a restrict pointer: accesses through it are based on that pointer
+      ptrs.push_back(ct + "* st" + id + " = st" + std::to_string(first[k]) + ";  // shares the slot");
+      continue;
+    }
+    first.push_back(i);
+    ptrs.push_back(ct + "* __restrict st" + id + " = (" + ct + "*)(af_stash + rn_pad * (" + off + "));");
+    off += " + sizeof(" + ct + ")";
+    per += " + sizeof(" + ct + ")";
+  }
+  if (ptrs.empty()) return out;
+  out.push_back("alignas(64) char af_stash[" + std::to_string(stash_bytes) +
+                "];  // the row stash: values later passes reload");
+  out.push_back("const int64_t rn_pad = (rn + AF_W - 1) / AF_W * AF_W;");
+  out.push_back("const bool af_use_stash = rn_pad * (int64_t)(" + per + ") <= (int64_t)sizeof af_stash;");
+  out.insert(out.end(), ptrs.begin(), ptrs.end());
+  return out;
 }
 
 std::vector<bool> row_max_without_nan_select(const Graph& g, const LoopNest& nest) {
@@ -128,6 +186,25 @@ std::vector<bool> row_max_without_nan_select(const Graph& g, const LoopNest& nes
       if (is_output[j] && !has_sum[j]) ok = false;
     }
     out[i] = ok;
+  }
+  return out;
+}
+
+std::vector<ValueBound> softmax_value_bounds(const Graph& g) {
+  std::vector<ValueBound> out(g.size(), ValueBound::None);
+  auto flt = [&](ValueId v) { return compute_ctype(g.node(v).dtype) == "float"; };
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(static_cast<ValueId>(i));
+    if (!flt(static_cast<ValueId>(i)) || n.inputs.empty() || !flt(n.inputs[0])) continue;
+    if (n.op == OpKind::Sub) {
+      // x - m, m = amax(x) with its reduced axes kept (same rank), so each x meets the max of a set holding it.
+      const Node& m = g.node(n.inputs[1]);
+      if (m.op == OpKind::Amax && m.inputs[0] == n.inputs[0] && flt(n.inputs[1]) &&
+          m.shape.size() == g.node(n.inputs[0]).shape.size() && n.shape == g.node(n.inputs[0]).shape)
+        out[i] = ValueBound::NonPositive;
+    } else if (n.op == OpKind::Exp && out[static_cast<size_t>(n.inputs[0])] == ValueBound::NonPositive) {
+      out[i] = ValueBound::Unit;
+    }
   }
   return out;
 }

@@ -1,0 +1,120 @@
+"""The package's AUTOFUSE_* environment variables, read through the C++ parsers (src/autofuse/support/env.h).
+
+One rule for every variable of README's table: unset or empty is the default; a bad value (``AUTOFUSE_STRICT=maybe``,
+``AUTOFUSE_NUM_THREADS=-1``) prints one warning on stderr -- ``autofuse: warning: NAME='VALUE' is not ...; using ...``
+-- once per process for each (variable, value), whether C++ or Python reads it first, and the default is used.
+``import autofuse`` checks them all once (``check_environment``), so a typo shows at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Dict, List, Optional
+
+from autofuse import _core
+
+_WARNED: set = set()
+
+
+class _SameRulesInPython:
+    """The rules of support/env.h, for an ``autofuse._core`` built before it had them (a checkout whose extension
+    was not rebuilt after pulling: the package must still import). Same messages, once per (variable, value)."""
+
+    @staticmethod
+    def env_warn(name: str, value: str, problem: str, instead: str) -> None:
+        if (name, value) not in _WARNED:
+            _WARNED.add((name, value))
+            print(f"autofuse: warning: {name}='{value}' {problem}; using {instead}", file=sys.stderr, flush=True)
+
+    @classmethod
+    def env_bool(cls, name: str, default: bool) -> bool:
+        raw = os.environ.get(name, "")
+        v = raw.strip().lower()
+        if v in _TRUE or v in _FALSE:
+            return v in _TRUE
+        if raw:
+            cls.env_warn(name, raw, "is not a boolean (expected 1/true/yes/on or 0/false/no/off)",
+                         f"{int(default)} (the default)")
+        return default
+
+    @classmethod
+    def env_int(cls, name: str, lo: int, hi: int, instead: str) -> Optional[int]:
+        raw = os.environ.get(name, "")
+        try:
+            n = int(raw.strip(), 10)
+        except ValueError:
+            n = None
+        if n is not None and lo <= n <= hi:
+            return n
+        if raw:
+            cls.env_warn(name, raw, f"is not an integer in [{lo}, {hi}]" + ("" if n is not None else
+                                                                              " (not a decimal integer)"), instead)
+        return None
+
+    @staticmethod
+    def cpu_count() -> int:
+        return max(1, len(os.sched_getaffinity(0)))
+
+    @staticmethod
+    def check_environment() -> None:
+        pass  # the old extension's C++ readers keep their old rules
+
+
+if not hasattr(_core, "env_bool"):
+    _core = _SameRulesInPython  # noqa: F811
+
+#: Keys AUTOFUSE_DFX_FLAGS understands (the original Autofuse's form of the debug dump; debug.py).
+DFX_KEYS = ("codegen_compile_debug", "debug_dir")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """A boolean variable: 1/true/yes/on or 0/false/no/off (any case); unset/empty or bad (warned once): default."""
+    return _core.env_bool(name, default)
+
+
+def env_int(name: str, lo: int, hi: int, instead: str) -> Optional[int]:
+    """An integer variable in [lo, hi]; None when unset/empty or bad (warned once, naming ``instead``)."""
+    return _core.env_int(name, lo, hi, instead)
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (the default of the thread-count variables)."""
+    return _core.cpu_count()
+
+
+def dfx_flags() -> Dict[str, str]:
+    """AUTOFUSE_DFX_FLAGS (``"--codegen_compile_debug=true;--debug_dir=DIR"``, ``;`` or ``,`` separated) as
+    {key: value}. A part that is not ``--KEY=VALUE`` with a known key, or a codegen_compile_debug that is not a
+    boolean, warns once and is ignored."""
+    raw = os.environ.get("AUTOFUSE_DFX_FLAGS", "")
+    opts: Dict[str, str] = {}
+    bad: List[str] = []
+    for part in raw.replace(",", ";").split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        key, eq, value = part.lstrip("-").partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or key not in DFX_KEYS or (key == "codegen_compile_debug" and value.lower() not in _TRUE + _FALSE):
+            bad.append(part)
+            continue
+        opts[key] = value
+    if bad:
+        _core.env_warn("AUTOFUSE_DFX_FLAGS", raw,
+                       f"has parts that are not --codegen_compile_debug=BOOL or --debug_dir=DIR ({', '.join(bad)})",
+                       "the other parts" if opts else "no debug dump")
+    return opts
+
+
+def dfx_debug_on(opts: Dict[str, str]) -> bool:
+    """Whether the parsed AUTOFUSE_DFX_FLAGS switch the dump on without naming a directory."""
+    return opts.get("codegen_compile_debug", "").lower() in _TRUE
+
+
+def check_environment() -> None:
+    """Check every AUTOFUSE_* variable of fixed form now (C++ side) and AUTOFUSE_DFX_FLAGS: bad values warn once."""
+    _core.check_environment()
+    dfx_flags()
