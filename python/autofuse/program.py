@@ -365,8 +365,9 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     views = _plan_views(lg, steps, inline_hosts, layouts, linear, specs)
     transposes = {f.transpose for f in linear.values()}  # skipped permutes: their matmul reads the weight
     direct = _direct_reads(lg, steps, inline_hosts, views, linear, transposes)
+    # kernel output -> the folded view allocated in its place (program_outputs.py)
     out_views = {o: w for o, w in plan_output_views(lg, steps, views, direct, graph_outputs, takes_view_specs).items()
-                 if o not in layouts and _EMPTY_STRIDED is not None}  # kernel output -> the folded view allocated in its place (program_outputs.py)
+                 if o not in layouts and _EMPTY_STRIDED is not None}
     allocated = set(out_views.values())
 
     def reads(k: int, st: Step) -> List[int]:

@@ -15,12 +15,13 @@ nothing else reads the transpose (no other IR node, graph output, mutation or in
 
 The input, too, is often a folded view made only for the matmul: ``RT(v50, (32, 256), (256, 1), 0)`` of a kernel
 output ``v50`` of sizes (1, 32, 256), and the result is read only through folded views (``RT(v53, (1, 32, 688),
-...)``). ATen's linear flattens the leading dims of a contiguous input itself (``matmul``'s fold / ``_flatten_nd_linear``:
-``reshape(-1, K)``, the same mm, a view back), so ``LIN(v50, w)`` computes the same bits into a contiguous (1, 32, N)
-tensor, whose memory is the (32, N) result's. This input fold is made when the view is the whole base read row-major
-as (M, K) (offset 0, the base contiguous with last size K, as the program allocates it) and every reader of the
-matmul result is a folded view (program_views.reinterpret ignores its base's sizes: only the storage counts), never a
-kernel, extern, graph output, mutation or index check that would see the other rank.
+...)``). ATen's linear flattens the leading dims of a contiguous input itself (``matmul``'s fold /
+``_flatten_nd_linear``: ``reshape(-1, K)``, the same mm, a view back), so ``LIN(v50, w)`` computes the same bits
+into a contiguous (1, 32, N) tensor, whose memory is the (32, N) result's. This input fold is made when the view
+is the whole base read row-major as (M, K) (offset 0, the base contiguous with last size K, as the program
+allocates it) and every reader of the matmul result is a folded view (program_views.reinterpret ignores its
+base's sizes: only the storage counts), never a kernel, extern, graph output, mutation or index check that would
+see the other rank.
 """
 
 from __future__ import annotations
@@ -150,7 +151,9 @@ def _fold(lg, n, inline: Set[int], folded_views, readers: Dict[int, int]) -> Opt
         return None
     p = lg.nodes[pv]
     ins = [u for u in p.inputs if lg.nodes[u].op != "constant"]
-    if p.op != "permute" or list(p.attrs.get("dims", ())) != [1, 0] or len(ins) != 1 or len(lg.nodes[ins[0]].shape) != 2:
+    if p.op != "permute" or list(p.attrs.get("dims", ())) != [1, 0] or len(ins) != 1:
+        return None
+    if len(lg.nodes[ins[0]].shape) != 2:
         return None
     if readers.get(pv, 0) != 1 or _fx_readers(lg, pv) != 1:  # the matmul's own read only
         return None
