@@ -33,6 +33,7 @@ import torch
 from . import backend
 from .bench.timing import medians, quiet_window, time_interleaved
 from .program import kernel_launches
+from .cli_args import positive_int
 
 FP32_TOL = 1e-4
 BF16_FACTOR = 2.0
@@ -398,10 +399,10 @@ def measure_overhead(reps: int = 2000) -> None:
 def main(argv: List[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m autofuse.demo", description=__doc__.split("\n")[0])
     p.add_argument("--models", default="gpt2,bert,llama")
-    p.add_argument("--layers", type=int, default=2, help="transformer layers per model (published: 12 / 12 / 32)")
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--seq", type=int, default=32)
-    p.add_argument("--reps", type=int, default=20, help="timed rounds (interleaved) per model")
+    p.add_argument("--layers", type=positive_int, default=2, help="transformer layers per model (published: 12 / 12 / 32)")
+    p.add_argument("--batch", type=positive_int, default=1)
+    p.add_argument("--seq", type=positive_int, default=32)
+    p.add_argument("--reps", type=positive_int, default=20, help="timed rounds (interleaved) per model")
     p.add_argument("--no-inductor", dest="inductor", action="store_false", help="skip the Inductor comparison")
     p.add_argument("--no-sweep", dest="sweep", action="store_false")
     p.add_argument("--probe", choices=["autofuse", "inductor"], help=argparse.SUPPRESS)  # compile-time probe child

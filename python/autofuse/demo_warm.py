@@ -35,6 +35,7 @@ import tempfile
 from typing import Dict, List, Tuple
 
 from . import demo
+from .cli_args import positive_int
 
 #: --compilers entries: name -> (backend, extra environment of the probe processes).
 COMPILERS: Dict[str, Tuple[str, Dict[str, str]]] = {
@@ -64,10 +65,10 @@ def main(argv: List[str] | None = None) -> int:
     p.add_argument("--models", default="gpt2,bert,llama")
     p.add_argument("--compilers", default="autofuse,autofuse:warm,autofuse:precompile,inductor,inductor:precompile",
                    help=", ".join(COMPILERS))
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--seq", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--layers", type=positive_int, default=2)
+    p.add_argument("--batch", type=positive_int, default=1)
+    p.add_argument("--seq", type=positive_int, default=32)
+    p.add_argument("--rounds", type=positive_int, default=3)
     p.add_argument("--phase", choices=("cold", "warm", "both"), default="both")
     p.add_argument("--cache-root", default="", help="reuse these caches (default: a new temporary directory)")
     args = p.parse_args(argv)

@@ -15,6 +15,7 @@
 #include "autofuse/driver/pipeline.h"
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/ir/parser.h"
+#include "autofuse/runtime/thread_pool.h"
 #include "autofuse/schedule/concat_split.h"
 #include "kernel_test_util.h"
 
@@ -182,6 +183,26 @@ TEST(KernelConcat, RefusesWhatCannotBeSplit) {
     })")
                 .find("neither"),
             std::string::npos);
+}
+
+// Sizes large enough that the segments' rows are spread over several threads in one launch (run_concat prepares
+// every segment, then launch_rows_together), in strided layouts too; and on one thread.
+TEST(KernelConcat, LargeRotaryOneLaunchOnThreads) {
+  RandomGraph rg;
+  rg.graph = parse_graph(with_dtype(kRotary, "f32"));
+  rg.exact.assign(rg.graph.outputs().size(), false);
+  rg.tol.assign(rg.graph.outputs().size(), -1.0);
+  auto rng = seeded_rng();
+  const int before = get_num_threads();
+  for (int threads : {1, 2, 4}) {
+    set_num_threads(threads);
+    for (const Bindings& b : {Bindings{{"s0", 4}, {"s1", 128}, {"s2", 32}}, Bindings{{"s0", 3}, {"s1", 257}, {"s2", 5}},
+                              Bindings{{"s0", 1}, {"s1", 2048}, {"s2", 64}}}) {
+      const std::string err = run_case(rg, b, rng);
+      EXPECT_EQ(err, "") << "threads " << threads << " s0 " << b.at("s0") << " s1 " << b.at("s1");
+    }
+  }
+  set_num_threads(before);
 }
 
 TEST(KernelConcat, RejectsMismatchedOperands) {

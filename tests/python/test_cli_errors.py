@@ -51,3 +51,19 @@ def test_impossible_reshape_is_reported_with_its_line(tmp_path):
         r = subprocess.run([str(CLI), sub, str(f)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 1, (sub, r.stderr)
         assert f"{f}:2:3: error: %y = reshape(%x): cannot reshape [s0, 8] (8*s0 elements) to [s0, 3]" in r.stderr
+
+
+PY_COUNTS = [("autofuse.bench", "--reps", "0"), ("autofuse.bench.infer", "--rounds", "0"),
+             ("autofuse.demo", "--seq", "-1"), ("autofuse.demo_warm", "--rounds", "x")]
+
+
+@pytest.mark.parametrize("module,option,value", PY_COUNTS, ids=[f"{m} {o} {v}" for m, o, v in PY_COUNTS])
+def test_python_entry_points_reject_bad_counts(module, option, value):
+    # README's `python -m ...` commands: a count below 1 is a usage error naming it (cli_args.positive_int)
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", module, option, value], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert f"argument {option}: expected an integer >= 1, got '{value}'" in r.stderr, r.stderr[-2000:]

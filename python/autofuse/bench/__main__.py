@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from ..cli_args import positive_int
+
 QUICK_SIZES = ["medium"]
 FULL_SIZES = ["small", "medium", "large"]
 
@@ -33,7 +35,7 @@ def parse_args(argv):
                     "with --quick)")
     ap.add_argument("--backends", nargs="*", default=["eager", "inductor", "autofuse"],
                     choices=["eager", "inductor", "autofuse"])
-    ap.add_argument("--reps", type=int, help="timed rounds per case (default 10)")
+    ap.add_argument("--reps", type=positive_int, help="timed rounds per case (default 10)")
     ap.add_argument("--min-run-ms", type=float, default=2.0, help="shortest timed run; tiny cases loop calls")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="JSON path (default bench/results/bench-<date>.json)")

@@ -30,6 +30,7 @@ from typing import Callable, Dict, List, Tuple
 import torch
 
 from .timing import build_phase, load_average, quiet_window, time_interleaved
+from ..cli_args import positive_int
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 CONTENDERS = ("eager", "inductor", "autofuse")
@@ -158,9 +159,9 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--models", default="gpt2,bert,llama", help="comma-separated, of gpt2, bert, llama")
     ap.add_argument("--dtypes", default="fp32,bf16", help="comma-separated, of " + ", ".join(DTYPES))
     ap.add_argument("--sizes", default="1x32,4x128", help="comma-separated BATCHxTOKENS")
-    ap.add_argument("--layers", type=int, default=2, help="transformer layers per model")
-    ap.add_argument("--rounds", type=int, default=20, help="interleaved timed rounds (medians and minima)")
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch.set_num_threads")
+    ap.add_argument("--layers", type=positive_int, default=2, help="transformer layers per model")
+    ap.add_argument("--rounds", type=positive_int, default=20, help="interleaved timed rounds (medians and minima)")
+    ap.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1, help="torch.set_num_threads")
     ap.add_argument("--profile", action="store_true", help="also profile each case (after its timing)")
     ap.add_argument("--json", help="write all results and samples here")
     a = ap.parse_args(argv)

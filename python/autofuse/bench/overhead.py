@@ -23,6 +23,8 @@ from typing import Callable, Dict, List
 
 import torch
 
+from ..cli_args import positive_int
+
 
 def _median_us(fn: Callable[[], object], reps: int) -> float:
     fn()
@@ -103,7 +105,7 @@ def measure(name: str, fn, args, reps: int) -> Dict[str, float]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=2000)
+    ap.add_argument("--reps", type=positive_int, default=2000)
     a = ap.parse_args(argv)
     print(f"load average: {os.getloadavg()}  threads: {torch.get_num_threads()}")
     rows = {name: measure(name, fn, args, a.reps) for name, fn, args in cases()}

@@ -38,13 +38,7 @@ namespace {
 
 thread_local LaunchStages* t_stages = nullptr;
 
-/// Now in steady_clock ns, into the recorded stage `field` when recording is on.
-inline void stamp(int64_t LaunchStages::*field) {
-  if (t_stages != nullptr)
-    t_stages->*field =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
-}
+inline void stamp(int64_t LaunchStages::*field) { stamp_launch_stage(field); }
 
 /// g with positional names (graph "k", node i "v<i>"): what the compiled source is emitted from, so that it depends
 /// on the kernel's structure alone and identical groups of one model (its repeated layers) share one compiled module.
@@ -59,6 +53,13 @@ Graph positional_copy(const Graph& g) {
 }  // namespace
 
 void record_launch_stages(LaunchStages* s) { t_stages = s; }
+
+void stamp_launch_stage(int64_t LaunchStages::*field) {
+  if (t_stages != nullptr)
+    t_stages->*field =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+}
 
 Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer)
     : graph_(g), outer_(std::move(outer)), nest_(std::move(nest)) {
@@ -213,6 +214,10 @@ std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTen
 
 void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
   stamp(&LaunchStages::start);
+  if (!outer_ && run_cached(inputs, outputs)) {
+    stamp(&LaunchStages::done);
+    return;
+  }
   if (concat_) {
     run_concat(inputs, outputs);  // the segments' own runs record their stages; `done` is the whole call's end
     stamp(&LaunchStages::done);
@@ -223,6 +228,15 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     stamp(&LaunchStages::done);
     return;
   }
+  Prepared p;
+  if (!prepare(inputs, outputs, &p)) return;
+  store_launch(inputs, outputs, launch_entry(p));
+  launch_tiled(graph_, p.rows_vector ? *tiling_.rows_vector_nest() : nest_, p.variant->fn, p.domain, p.data,
+               p.candidate);
+  stamp(&LaunchStages::done);
+}
+
+bool Kernel::prepare(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs, Prepared* p) const {
   Bindings b = bind(inputs);
   const size_t nops = nest_.operands.size();
   const size_t ni = static_cast<size_t>(nest_.num_inputs);
@@ -230,10 +244,12 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     throw IRError("kernel " + name_ + ": expected " + std::to_string(nops - ni) + " outputs, got " +
                   std::to_string(outputs.size()));
   const int r = nest_.rank;
-  LaunchDomain d;
+  LaunchDomain& d = p->domain;
+  d = LaunchDomain{};
   d.sizes.resize(static_cast<size_t>(r));
   for (int a = 0; a < r; ++a) d.sizes[static_cast<size_t>(a)] = nest_.domain[static_cast<size_t>(a)].eval(b);
-  std::vector<void*> data(nops);
+  std::vector<void*>& data = p->data;
+  data.assign(nops, nullptr);
   for (size_t k = 0; k < nops; ++k) {
     const HostTensor& t = k < ni ? inputs[k] : outputs[k - ni];
     const ValueId id = nest_.operands[k];
@@ -279,7 +295,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
     for (size_t k = ni; k < nops; ++k)
       if (!nest_.values[static_cast<size_t>(nest_.operands[k])].kept && outputs[k - ni].numel() > 0) {
         interpret_into(graph_, inputs, outputs, InterpretOptions{precision_});
-        return;
+        return false;
       }
   }
   bool empty_kept_axis = false;
@@ -288,7 +304,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   if (empty_kept_axis) {
     bool any_output = false;
     for (const HostTensor& t : outputs) any_output = any_output || t.numel() > 0;
-    if (!any_output) return;
+    if (!any_output) return false;
     for (int a = 0; a < r; ++a)
       if (!nest_.is_reduce[static_cast<size_t>(a)] && d.sizes[static_cast<size_t>(a)] == 0)
         d.sizes[static_cast<size_t>(a)] = 1;
@@ -304,7 +320,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   merge_axes(nest_, d);
   const TilingDecision dec = tiling_.decide(d.sizes);
   stamp(&LaunchStages::tiled);
-  if (dec.pick().schedule.rows <= 0) return;
+  if (dec.pick().schedule.rows <= 0) return false;
   // Vector-rows: the same call in the permuted axis order of its own variant (tiling/rows_vector.h).
   const bool rows_vector = dec.pick().kind == TilingKind::VectorRows;
   if (rows_vector) permute_launch_domain(d, *tiling_.rows_vector_perm());
@@ -322,8 +338,10 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   // estimate was made for (its variant numbers rows either way; any vblock is valid for both numberings).
   if (c.kind != TilingKind::Split && !rows_vector && strided_vector_operand(nest_, eo))
     c.schedule = column_block_schedule(nest_, d.sizes, c.schedule, lanes_);
-  launch_tiled(graph_, rows_vector ? *tiling_.rows_vector_nest() : nest_, var->fn, d, data, c);
-  stamp(&LaunchStages::done);
+  p->candidate = c;
+  p->rows_vector = rows_vector;
+  p->variant = std::move(var);
+  return true;
 }
 
 }  // namespace autofuse

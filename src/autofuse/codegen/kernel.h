@@ -2,6 +2,7 @@
 // tensors of any size of its shape class.
 #pragma once
 
+#include <array>
 #include <exception>
 #include <map>
 #include <memory>
@@ -29,7 +30,9 @@ std::optional<std::string> kernel_unsupported_reason(const Graph& g);
 /// per-call overhead measurement (python -m autofuse.bench.overhead): start, after binding the symbols and checking
 /// the operands (`bound`), after the launch domain, axis merging and the tiling decision (`tiled`), after the
 /// variant lookup (`variant`), and after the launch returned (`done`: thread-pool hand-off plus the kernel body).
-/// Kernels with cross-row reductions record only start and done.
+/// Kernels with cross-row reductions record only start and done. A call replayed from the launch cache (Kernel::run)
+/// records `bound` when its operand layouts matched the cached ones and `tiled` = `variant` when its data pointers
+/// are filled in (its tiling and variant were decided by an earlier call).
 struct LaunchStages {
   int64_t start = 0, bound = 0, tiled = 0, variant = 0, done = 0;
 };
@@ -63,13 +66,16 @@ class Kernel {
   std::vector<std::vector<int64_t>> output_sizes(const std::vector<HostTensor>& inputs) const;
 
   /// Compute the outputs into caller-allocated tensors (any strides; sizes must be output_sizes(inputs)).
-  /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch.
+  /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch. The launches of
+  /// the last 4 distinct operand layouts are cached: a call whose operands have the same dtypes, sizes and strides (and
+  /// the same thread count) skips binding, checks, tiling decision and variant lookup, and launches with its own data
+  /// pointers.
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
 
   /// The source of the first compiled variant (of every segment, one after the other, for a concat kernel).
   const std::string& source() const { return source_; }
-  /// A kernel with concats runs as one elementwise kernel per concat segment (schedule/concat_split.h,
-  /// kernel_concat.cpp): the number of segments, 0 for an ordinary kernel.
+  /// A kernel with concats runs as one elementwise kernel per concat segment, all in one parallel launch
+  /// (schedule/concat_split.h, kernel_concat.cpp): the number of segments, 0 for an ordinary kernel.
   size_t num_segments() const;
   /// The segments of a kernel with concats (defined in codegen/kernel_concat.h, internal to codegen).
   struct ConcatParts;
@@ -109,6 +115,25 @@ class Kernel {
   /// vector-rows nest; compiled on first use.
   std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
+  /// One call prepared up to the launch (kernel_variant.h).
+  struct Prepared;
+  /// run() of an ordinary kernel (no outer reductions, no concat) up to the launch: checks the operands, binds the
+  /// sizes, merges axes, decides the tiling, looks up (or compiles) the variant. Returns false when the call is
+  /// already complete (nothing to compute, or computed by the interpreter: an empty reduced axis); else fills *p.
+  /// Throws IRError on a dtype/size mismatch.
+  bool prepare(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs, Prepared* p) const;
+  /// A recent call's launch, reused while the operands keep their dtypes, sizes and strides (kernel_variant.h,
+  /// kernel_launch_cache.cpp).
+  struct CachedLaunch;
+  /// Run the call from a cached launch when its operands match one (same dtypes, sizes, strides, thread count, no
+  /// forced tiling kind); false (nothing done) otherwise.
+  bool run_cached(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
+  /// Keep `c` (made for these operands) as the most recent cached launch, unless the call cannot be replayed from
+  /// pointers alone (an empty operand: run() may point it at scratch memory) or a tiling kind is forced.
+  void store_launch(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
+                    std::shared_ptr<CachedLaunch> c) const;
+  /// The cache entry of one prepared ordinary call (operands unsliced), or null for a Split candidate.
+  std::shared_ptr<CachedLaunch> launch_entry(const Prepared& p) const;
   /// The graph the loop nest and the emitted source are made of: outer_->main, or graph_.
   const Graph& body() const { return outer_ ? outer_->main : graph_; }
   /// run() for kernels with outer reductions (kernel_outer.cpp).
@@ -137,6 +162,10 @@ class Kernel {
   TilingFunction tiling_;
   mutable std::mutex mu_;
   mutable std::map<std::pair<bool, std::vector<bool>>, std::shared_ptr<const Variant>> variants_;
+  mutable std::mutex launch_mu_;  ///< guards cached_
+  /// The launches of the last calls with distinct operand layouts, most recent first (a kernel object can serve
+  /// several call sites: a few entries keep them from evicting each other).
+  mutable std::array<std::shared_ptr<const CachedLaunch>, 4> cached_;
 };
 
 }  // namespace autofuse

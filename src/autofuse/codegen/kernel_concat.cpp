@@ -1,11 +1,13 @@
 // Kernels with concats (rotary embedding's rotate_half, cos / sin of a doubled frequency table): built, compiled and
-// run as one ordinary elementwise kernel per concat segment (schedule/concat_split.h), on slices of the operands.
+// run as one ordinary elementwise kernel per concat segment (schedule/concat_split.h), on slices of the operands, all
+// segments in one parallel launch.
 #include "autofuse/codegen/kernel_concat.h"
 
 #include <exception>
 
 #include "autofuse/codegen/kernel_variant.h"
 #include "autofuse/ir/interpreter.h"
+#include "autofuse/tiling/launch.h"
 
 namespace autofuse {
 namespace {
@@ -90,9 +92,23 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
                     std::to_string(total) + " along dim " + std::to_string(dim) + " (the concat axis)");
   };
   for (size_t k = 0; k < outputs.size(); ++k) check(outputs[k], sp.output_dim[k], "output " + std::to_string(k));
+  // Each segment is prepared up to its launch here; the row-schedule ones then run as one parallel launch over all
+  // their rows (tiling/launch.h launch_rows_together), each with its own vectorized entry point. A segment that
+  // cannot join (a split reduction, an outer or concat kernel: none arises from plan_concat_split today) runs alone.
+  // The launch is kept for the next calls with the same operand layouts (kernel_launch_cache.cpp): per segment,
+  // which parent operand each of its operands slices and at which byte offset; dropped when a segment does not join.
+  const size_t nseg = concat_->parts.size(), parent_ni = inputs.size();
+  std::vector<Prepared> prep(nseg);
+  std::vector<std::vector<int>> src(nseg);
+  std::vector<std::vector<int64_t>> byte_off(nseg);
+  std::vector<char> ready(nseg, 0);
+  bool cacheable = true;
+  auto slice_offset = [](const HostTensor& t, int dim, int64_t offset) {
+    return dim < 0 ? int64_t{0} : offset * t.strides[static_cast<size_t>(dim)] * dtype_size(t.dtype);
+  };
   int64_t offset = 0;
   std::vector<HostTensor> in, out;
-  for (size_t j = 0; j < concat_->parts.size(); ++j) {
+  for (size_t j = 0; j < nseg; ++j) {
     const ConcatSegment& seg = sp.segments[j];
     if (widths[j] == 0) continue;  // an empty segment writes nothing
     in.clear();
@@ -100,6 +116,8 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
     for (size_t i = 0; i < seg.parent_input.size(); ++i) {
       const HostTensor& t = inputs[static_cast<size_t>(seg.parent_input[i])];
       const int d = seg.input_dim[i];
+      src[j].push_back(seg.parent_input[i]);
+      byte_off[j].push_back(slice_offset(t, d, offset));
       if (d < 0) {
         in.push_back(t);
         continue;
@@ -107,10 +125,57 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
       check(t, d, "input " + std::to_string(seg.parent_input[i]));
       in.push_back(narrow(t, d, offset, widths[j]));
     }
-    for (size_t k = 0; k < outputs.size(); ++k) out.push_back(narrow(outputs[k], sp.output_dim[k], offset, widths[j]));
-    concat_->parts[j]->run(in, out);
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      out.push_back(narrow(outputs[k], sp.output_dim[k], offset, widths[j]));
+      src[j].push_back(static_cast<int>(parent_ni + k));
+      byte_off[j].push_back(slice_offset(outputs[k], sp.output_dim[k], offset));
+    }
+    const Kernel& part = *concat_->parts[j];
+    if (part.outer_ || part.concat_) {
+      part.run(in, out);
+      cacheable = false;
+    } else if (part.prepare(in, out, &prep[j])) {
+      if (prep[j].candidate.kind == TilingKind::Split) {
+        launch_tiled(part.graph_, part.nest_, prep[j].variant->fn, prep[j].domain, prep[j].data, prep[j].candidate);
+        cacheable = false;
+      } else {
+        ready[j] = 1;
+      }
+    } else {
+      cacheable = false;  // completed by prepare (empty operands): not replayable from pointers
+    }
     offset += widths[j];
   }
+  auto entry = std::make_shared<CachedLaunch>();
+  std::vector<RowLaunch> calls;
+  for (size_t j = 0; j < nseg; ++j) {
+    if (!ready[j]) continue;
+    const Kernel& part = *concat_->parts[j];
+    const LoopNest& nest = prep[j].rows_vector ? *part.tiling_.rows_vector_nest() : part.nest_;
+    CachedLaunch::Call e;
+    e.fn = prep[j].variant->fn;
+    e.sizes = prep[j].domain.sizes;
+    e.strides = flat_launch_strides(prep[j].domain, nest.operands.size());
+    e.schedule = prep[j].candidate.schedule;
+    // The segment's operands as prepare() numbers them (nest.operands: its inputs, then its outputs).
+    if (src[j].size() != nest.operands.size()) cacheable = false;
+    e.src = std::move(src[j]);
+    e.byte_offset = std::move(byte_off[j]);
+    entry->calls.push_back(std::move(e));
+  }
+  for (size_t j = 0, c = 0; j < nseg; ++j) {
+    if (!ready[j]) continue;
+    const CachedLaunch::Call& e = entry->calls[c++];
+    RowLaunch r;
+    r.fn = e.fn;
+    r.sizes = e.sizes.data();
+    r.strides = e.strides.data();
+    r.data = prep[j].data.data();
+    r.schedule = e.schedule;
+    calls.push_back(r);
+  }
+  if (cacheable) store_launch(inputs, outputs, entry);  // a copy: `calls` points into *entry
+  launch_rows_together(calls);
 }
 
 std::vector<Kernel::Compiled> Kernel::compile_many(const std::vector<Graph>& graphs, int threads) {

@@ -10,8 +10,8 @@
 
 namespace autofuse {
 
-/// A kernel with concats: its split (schedule/concat_split.h) and one ordinary Kernel per segment, run one after the
-/// other on slices of the operands along the concat axis.
+/// A kernel with concats: its split (schedule/concat_split.h) and one ordinary Kernel per segment, run on slices of
+/// the operands along the concat axis, all segments in one parallel launch (Kernel::run_concat).
 struct Kernel::ConcatParts {
   ConcatSplit split;
   std::vector<std::shared_ptr<Kernel>> parts;  ///< per segment

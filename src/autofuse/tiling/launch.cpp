@@ -10,15 +10,16 @@
 #include "autofuse/runtime/thread_pool.h"
 
 namespace autofuse {
-namespace {
 
-std::vector<int64_t> flat_strides(const LaunchDomain& d, size_t nops) {
+std::vector<int64_t> flat_launch_strides(const LaunchDomain& d, size_t nops) {
   const size_t r = d.sizes.size();
   std::vector<int64_t> flat(nops * r);
   for (size_t k = 0; k < nops; ++k)
     for (size_t a = 0; a < r; ++a) flat[k * r + a] = d.strides[k][a];
   return flat;
 }
+
+namespace {
 
 double load_elem(const void* p, DType t) {
   switch (t) {
@@ -104,7 +105,7 @@ void launch_split(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
   }
   // Per slice: sizes, strides (outputs re-pointed at their contiguous partials), data pointers, schedule.
   std::vector<std::vector<int64_t>> sizes(static_cast<size_t>(parts), d.sizes);
-  const std::vector<int64_t> flat_base = flat_strides(d, nops);
+  const std::vector<int64_t> flat_base = flat_launch_strides(d, nops);
   std::vector<int64_t> flat = flat_base;
   for (size_t j = 0; j < outs.size(); ++j) {
     const size_t k = ni + j;
@@ -180,12 +181,41 @@ void launch_tiled(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
     return;
   }
   const size_t nops = nest.operands.size();
-  const std::vector<int64_t> flat = flat_strides(d, nops);
+  const std::vector<int64_t> flat = flat_launch_strides(d, nops);
   const Schedule s = c.schedule;
   const int64_t* sz = d.sizes.data();
   const int64_t* st = flat.data();
   void* const* dp = data.data();
   parallel_for(s.rows, s.grain, [&](int64_t b0, int64_t b1) { fn(sz, st, dp, b0, b1, s.vblock, s.blk); });
+}
+
+}  // namespace autofuse
+
+namespace autofuse {
+
+void launch_rows_together(const std::vector<RowLaunch>& calls) {
+  // Row offsets of the calls in the combined index space; calls with no rows take no indices.
+  int64_t total = 0, grain = 0;
+  std::vector<int64_t> start(calls.size() + 1, 0);
+  for (size_t j = 0; j < calls.size(); ++j) {
+    start[j] = total;
+    const Schedule& s = calls[j].schedule;
+    if (s.rows <= 0) continue;
+    total += s.rows;
+    grain = grain == 0 ? s.grain : std::min(grain, s.grain);
+  }
+  start[calls.size()] = total;
+  if (total == 0) return;
+  parallel_for(total, std::max<int64_t>(1, grain), [&](int64_t b0, int64_t b1) {
+    // The first call whose range ends after b0, then every call that overlaps [b0, b1).
+    size_t j = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b0) - start.begin()) - 1;
+    for (; j < calls.size() && start[j] < b1; ++j) {
+      const RowLaunch& c = calls[j];
+      if (c.schedule.rows <= 0) continue;
+      const int64_t lo = std::max(b0, start[j]) - start[j], hi = std::min(b1, start[j] + c.schedule.rows) - start[j];
+      if (lo < hi) c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk);
+    }
+  });
 }
 
 }  // namespace autofuse

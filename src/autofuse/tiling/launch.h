@@ -24,4 +24,24 @@ using TiledKernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int
 void launch_tiled(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const LaunchDomain& d,
                   const std::vector<void*>& data, const TilingCandidate& c);
 
+/// One row-schedule call of a kernel (a Rows, NarrowRows or VectorRows candidate), ready to run: entry point, merged
+/// sizes, flat strides (operand-major, rank entries each), data pointers and schedule. The pointers are borrowed.
+struct RowLaunch {
+  TiledKernelFn fn = nullptr;
+  const int64_t* sizes = nullptr;
+  const int64_t* strides = nullptr;
+  void* const* data = nullptr;
+  Schedule schedule;
+};
+
+/// The flat strides (operand-major, d.sizes.size() entries per operand) of the first `nops` operands of d.
+std::vector<int64_t> flat_launch_strides(const LaunchDomain& d, size_t nops);
+
+/// Run several row-schedule calls (the segments of a concat kernel) as one parallel_for over the concatenation of
+/// their row ranges: call j's rows [0, rows_j) are indices [R_j, R_j + rows_j) of the combined space, R_j the sum of
+/// the rows before it, and a chunk that spans calls runs each call's part of it with that call's own entry point and
+/// schedule. One thread-pool hand-off for all of them instead of one each. The combined grain is the smallest of the
+/// calls' grains (each call's grain is the rows worth one task of its own rows). Calls with no rows are skipped.
+void launch_rows_together(const std::vector<RowLaunch>& calls);
+
 }  // namespace autofuse

@@ -59,6 +59,8 @@ std::optional<TilingKind> force_tiling_kind(std::optional<TilingKind> k) {
   return prev;
 }
 
+std::optional<TilingKind> forced_tiling_kind() { return g_forced; }
+
 TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) : nest_(&nest), lanes_(lanes) {
   // Per-element facts of the graph.
   in_bytes_ = 0;

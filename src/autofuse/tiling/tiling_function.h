@@ -52,6 +52,9 @@ struct TilingDecision {
 /// else fall back to the cost model's choice. nullopt restores the cost model. Returns the previous setting.
 std::optional<TilingKind> force_tiling_kind(std::optional<TilingKind> k);
 
+/// The calling thread's forced candidate kind (force_tiling_kind), nullopt when the cost model decides.
+std::optional<TilingKind> forced_tiling_kind();
+
 /// The per-kernel tiling function.
 class TilingFunction {
  public:
