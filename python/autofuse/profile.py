@@ -129,9 +129,23 @@ def record(kernel_name: str, seconds: float, bytes_read: int, bytes_written: int
             p.add(kernel_name, seconds, bytes_read, bytes_written)
 
 
+def _spec(t):
+    """(base, (sizes, strides, offset)) when ``t`` is a kernel launch's view spec (src/bindings/tensor_convert.h),
+    else None."""
+    if isinstance(t, tuple) and len(t) == 2 and hasattr(t[0], "element_size") and isinstance(t[1], tuple):
+        return t
+    return None
+
+
 def tensor_bytes(t) -> int:
-    """Bytes of a tensor-like: elements x element size for torch tensors, ``nbytes`` for numpy arrays and
-    anything else that has it; 0 for non-tensors (scalars, None)."""
+    """Bytes of a tensor-like: elements x element size for torch tensors and view specs, ``nbytes`` for numpy
+    arrays and anything else that has it; 0 for non-tensors (scalars, None)."""
+    spec = _spec(t)
+    if spec is not None:
+        n = 1
+        for d in spec[1][0]:
+            n *= int(d)
+        return n * int(spec[0].element_size())
     if hasattr(t, "element_size") and hasattr(t, "numel"):
         return int(t.numel()) * int(t.element_size())
     return int(getattr(t, "nbytes", 0))
@@ -151,6 +165,10 @@ def unique_bytes(tensors) -> int:
 
 
 def _identity(t):
+    spec = _spec(t)
+    if spec is not None:
+        sizes, strides, offset = spec[1]
+        return (spec[0].data_ptr() + offset * spec[0].element_size(), tuple(sizes), tuple(strides))
     if hasattr(t, "data_ptr"):
         return (t.data_ptr(), tuple(t.shape), tuple(t.stride()))
     return id(t)

@@ -29,6 +29,8 @@ import torch.fx
 from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
+from .program_linear import LINEAR_FN, plan_linear
+from .program_outputs import plan_output_views
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
 
@@ -120,8 +122,10 @@ class _Emitter:
         self.lines: List[str] = []
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
-                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN}
+                                        "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
+                                        "LIN": LINEAR_FN}
         self._consts: Dict[int, str] = {}
+        self._specs: Dict[Any, str] = {}
 
     def const(self, obj: Any, prefix: str = "C") -> str:
         key = id(obj)
@@ -130,6 +134,15 @@ class _Emitter:
             self._consts[key] = name
             self.globals[name] = obj
         return self._consts[key]
+
+    def view_spec(self, layout) -> str:
+        """A native kernel's input argument for a folded view (program_views.Layout): ``(vBASE, S3)``, S3 the
+        constant (sizes, strides, offset) (one per distinct spec)."""
+        base, sizes, strides, offset = layout
+        key = (sizes, strides, offset)
+        if key not in self._specs:
+            self._specs[key] = self.const(key, "S")
+        return f"(v{base}, {self._specs[key]})"
 
     def arg(self, a) -> str:
         """Python source for one FX argument of an extern call."""
@@ -153,12 +166,27 @@ class _Emitter:
         return self.const(a)
 
 
-def _step_reads(lg: LoweredGraph, st: Step) -> List[int]:
-    """Program variables a step reads (externs: the LNodes behind every FX argument)."""
+def takes_view_specs(st: Step) -> bool:
+    """Whether a step is a native kernel launch (``Kernel.run``), which takes an input as a view spec
+    ``(base, (sizes, strides, offset))`` (src/bindings/tensor_convert.h) instead of a torch view of the base."""
+    return (st.kind == "kernel" and st.kernel is not None and not st.needs_bindings
+            and getattr(st.run, "__self__", None) is st.kernel)
+
+
+def _step_reads(lg: LoweredGraph, st: Step, linear: Optional[Dict[int, Any]] = None,
+                specs: Optional[Dict[int, Any]] = None) -> List[int]:
+    """Program variables a step reads (externs: the LNodes behind every FX argument; a matmul folded into
+    ``LIN(x, w)`` reads what its LinearFold reads, program_linear.py; a native kernel reads the base of each input
+    that ``specs``, the folded views' layouts, holds: it gets the view as a spec)."""
     if st.kind != "extern":
+        if specs and takes_view_specs(st):
+            return [specs[i][0] if i in specs else i for i in st.inputs]
         return list(st.inputs)
     reads: List[int] = []
     for v in st.nodes:
+        if linear and v in linear:
+            reads.extend(linear[v].reads(lg))
+            continue
         n = lg.nodes[v]
         reads.extend(n.inputs)
         stack = list(n.fx.args) + list(n.fx.kwargs.values())
@@ -257,11 +285,13 @@ def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
             if st.kind == "host" and all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
 
 
-def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm]) -> ViewPlan:
+def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm],
+                linear: Optional[Dict[int, Any]] = None, specs: Optional[Dict[int, Any]] = None) -> ViewPlan:
     """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs with static sizes
     (allocated row-major, or dense in the order ``layouts`` gives: program_layout.py) and contiguous static results
     of the externs in EXTERN_CONTIGUOUS; readers
-    are the other steps' reads, graph outputs, mutations and index checks."""
+    are the other steps' reads (``linear``: matmuls folded into ``LIN``, program_linear.py; ``specs``: the folded
+    views native kernels get as view specs), graph outputs, mutations and index checks."""
     known: Dict[int, Tuple[int, ...]] = {}
     readers: set = set()
     host_nodes: List[int] = []
@@ -269,7 +299,7 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
         if k in inline_hosts:
             host_nodes.extend(st.nodes)
             continue
-        readers.update(_step_reads(lg, st))
+        readers.update(_step_reads(lg, st, linear, specs))
         for v in st.outputs if st.kind == "kernel" else st.nodes if st.kind == "extern" else ():
             n = lg.nodes[v]
             if not all(isinstance(d, int) for d in n.shape):
@@ -285,7 +315,26 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
     readers.update(lg.expand_outputs.values())
     readers.update(v for pair in lg.mutations for v in pair)
     readers.update(c[0] for c in lg.index_checks)
-    return plan_views(lg, host_nodes, known, readers)
+    actual = {v: f.result_layout(lg, v) for v, f in (linear or {}).items() if f.x_base is not None and v in known}
+    return plan_views(lg, host_nodes, known, readers, distinct={v for kind, v in lg.outputs if kind == "node"},
+                      actual=actual)
+
+
+def _direct_reads(lg: LoweredGraph, steps: List[Step], inline_hosts, views: ViewPlan, linear, transposes) -> set:
+    """Values the program reads as tensors of their own sizes: not through a folded view or a kernel's view spec
+    (what program_outputs.plan_output_views must not re-shape)."""
+    out = {v for kind, v in lg.outputs if kind == "node"} | set(lg.expand_outputs.values())
+    out |= {v for pair in lg.mutations for v in pair} | {c[0] for c in lg.index_checks}
+    for k, st in enumerate(steps):
+        if k in inline_hosts:
+            for v in st.nodes:
+                if v not in views.layout and v not in transposes:
+                    out.update(lg.nodes[v].inputs)
+        elif st.kind == "extern":
+            out.update(_step_reads(lg, st, linear))
+        else:
+            out.update(i for i in st.inputs if not (takes_view_specs(st) and i in views.layout))
+    return out
 
 
 def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
@@ -310,9 +359,21 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     host_nodes = {v for st in steps if st.kind == "host" for v in st.nodes} | set(expand)
     layouts = kernel_output_layouts(lg, steps, host_nodes, fake)  # graph outputs get eager's strides
     views = _plan_views(lg, steps, inline_hosts, layouts)
+    linear = plan_linear(lg, steps, inline_hosts, views)  # mm(x, w.permute([1, 0])) -> LIN(x, w)
+    specs = views.layout  # folded views that native kernels read are passed as view specs, not torch views
+    # what the folded matmuls and the kernels no longer read need not be materialized
+    views = _plan_views(lg, steps, inline_hosts, layouts, linear, specs)
+    transposes = {f.transpose for f in linear.values()}  # skipped permutes: their matmul reads the weight
+    direct = _direct_reads(lg, steps, inline_hosts, views, linear, transposes)
+    # kernel output -> the folded view allocated in its place (program_outputs.py)
+    out_views = {o: w for o, w in plan_output_views(lg, steps, views, direct, graph_outputs, takes_view_specs).items()
+                 if o not in layouts and _EMPTY_STRIDED is not None}
+    allocated = set(out_views.values())
 
     def reads(k: int, st: Step) -> List[int]:
-        return views.reads(st.nodes, lg) if k in inline_hosts else _step_reads(lg, st)
+        if k in inline_hosts:
+            return views.reads([v for v in st.nodes if v not in transposes and v not in allocated], lg)
+        return _step_reads(lg, st, linear, specs)
 
     last_use = _last_uses(lg, steps, reads)
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
@@ -325,13 +386,22 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             made = _values_made(steps[k - 1])
             L.extend(_check_lines(lg, made - checked))
             checked |= made
-        ins = ", ".join(f"v{i}" for i in st.inputs)
+        spec = takes_view_specs(st)
+        ins = ", ".join(e.view_spec(views.layout[i]) if spec and i in views.layout else f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
+            outs = []
             for o in st.outputs:
                 n = lg.nodes[o]
                 layout = layouts.get(o)
                 static = all(isinstance(d, int) for d in n.shape)
-                if layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
+                outs.append(f"v{o}")
+                if o in out_views:  # allocated as the view its reader wants; the kernel gets a spec of it
+                    w = out_views[o]
+                    _, sizes, strides, _ = views.layout[w]
+                    L.append(f"    v{w} = ESC({sizes!r}, {strides!r}, {e.const(n.dtype, 'D')})")
+                    L.append(f"    v{o} = v{w}")
+                    outs[-1] = e.view_spec((w, tuple(n.shape), _contiguous_strides(n.shape), 0))
+                elif layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
                     L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {_contiguous_strides(n.shape)!r}, "
                              f"{e.const(n.dtype, 'D')})")
                 elif layout is None:
@@ -340,7 +410,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                     perm, inverse = layout
                     dims = ", ".join(_py_size(lg, n.shape[d]) for d in perm)
                     L.append(f"    v{o} = empty(({dims},), dtype={e.const(n.dtype, 'D')}).permute({inverse!r})")
-            outs = ", ".join(f"v{o}" for o in st.outputs)
+            outs = ", ".join(outs)
             fn = e.const(st.run, "K")
             extra = ", _bind" if st.needs_bindings else ""
             # profiling hook (bench/README.md): one list-slot read per launch when profiling is off
@@ -350,9 +420,11 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             launches += 1
         elif st.kind == "host" and k in inline_hosts:
             for v in st.nodes:
+                if v in transposes:
+                    continue  # read by its matmul's LIN(x, w) (program_linear.py)
                 if v not in views.layout:
                     L.append(f"    v{v} = {host_expr(lg, lg.nodes[v], e)}  # {st.name}")
-                elif v in views.emit:  # a folded view chain (program_views.py), read here
+                elif v in views.emit and v not in allocated:  # a folded view chain (program_views.py), read here
                     L.append(f"{views.line(v)}  # {st.name}")
         elif st.kind == "host":
             fn = e.const(st.run, "H")
@@ -365,6 +437,9 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 if n.item is not None and fx.target is operator.getitem:
                     src = lg.fx_value.get(fx.args[0])
                     L.append(f"    v{v} = v{src}[{n.item}]")
+                    continue
+                if v in linear:
+                    L.append(f"{linear[v].line(v, e.arg)}  # {fx.name} (linear)")
                     continue
                 args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
                 fn = e.const(fx.target, "E")

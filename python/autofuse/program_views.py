@@ -116,14 +116,21 @@ def apply_view(op: str, attrs, out_shape: Sequence, layout: Layout) -> Optional[
 
 @dataclass
 class ViewPlan:
-    """Which host nodes are folded (``layout``: value -> its layout relative to a base variable) and which of those
-    the program materializes (``emit``: values read by something other than a folded view)."""
+    """Which host nodes are folded (``layout``: value -> its layout relative to a base variable), which of those
+    the program materializes (``emit``: values read by something other than a folded view), and which of those are
+    the same view as one materialized earlier (``alias``: value -> that earlier value; the program binds the same
+    tensor instead of making a second identical view: ``x.reshape(32, 256)`` read by the q, k and v matmuls)."""
 
     layout: Dict[int, Layout] = field(default_factory=dict)
     emit: Set[int] = field(default_factory=set)
+    alias: Dict[int, int] = field(default_factory=dict)
+    #: base variable -> its strides (elements) as the program makes it (``known`` of plan_views)
+    bases: Dict[int, Tuple[int, ...]] = field(default_factory=dict)
 
     def line(self, v: int) -> str:
         """The program line materializing folded value ``v``."""
+        if v in self.alias:
+            return f"    v{v} = v{self.alias[v]}"
         base, sizes, strides, offset = self.layout[v]
         return f"    v{v} = RT(v{base}, {sizes!r}, {strides!r}, {offset})"
 
@@ -133,18 +140,24 @@ class ViewPlan:
         for v in nodes:
             if v in self.layout:
                 if v in self.emit:
-                    out.append(self.layout[v][0])
+                    out.append(self.alias[v] if v in self.alias else self.layout[v][0])
             else:
                 out.extend(u for u in lg.nodes[v].inputs if lg.nodes[u].op != "constant")
         return out
 
 
-def plan_views(lg, host_nodes: List[int], known: Dict[int, Tuple[int, ...]], readers: Set[int]) -> ViewPlan:
+def plan_views(lg, host_nodes: List[int], known: Dict[int, Tuple[int, ...]], readers: Set[int],
+               distinct: Set[int] = frozenset(),
+               actual: Optional[Dict[int, Tuple[Tuple[int, ...], Tuple[int, ...]]]] = None) -> ViewPlan:
     """Fold the inline host nodes ``host_nodes`` (program order). ``known``: base variable -> its contiguous-or-known
     strides (static sizes are the node's shape); ``readers``: values read by anything other than a host node
-    (kernel and extern steps, graph outputs, mutations, index checks). Returns the plan; a host node left out of
-    ``layout`` is emitted as before and makes its input a reader."""
-    plan = ViewPlan()
+    (kernel and extern steps, graph outputs, mutations, index checks); ``distinct``: values that must be tensor
+    objects of their own (graph outputs: the caller may change one's metadata in place), never aliased; ``actual``:
+    base variable -> (sizes, strides) of the tensor the program binds to it when they differ from the IR node's
+    sizes and ``known``'s strides (program_linear.py's 3-D matmul results). A view equal to its base's own sizes and
+    strides (offset 0) is the base itself. Returns the plan; a host node left out of ``layout`` is emitted as before
+    and makes its input a reader."""
+    plan = ViewPlan(bases={v: tuple(st) for v, st in known.items()})
     lay: Dict[int, Layout] = {}
     for v, st in known.items():
         shape = lg.nodes[v].shape
@@ -161,5 +174,14 @@ def plan_views(lg, host_nodes: List[int], known: Dict[int, Tuple[int, ...]], rea
             continue
         lay[v] = plan.layout[v] = new
     plan.emit = {v for v in plan.layout if v in needed}
+    first: Dict[Layout, int] = {}
+    for b, st in known.items():  # a base is the first "view" of its own layout
+        sizes, strides = (actual or {}).get(b) or (tuple(lg.nodes[b].shape), tuple(st))
+        first[(b, tuple(sizes), tuple(strides), 0)] = b
+    for v in host_nodes:  # program order: the first materialized copy of a layout is the one later ones alias
+        if v in plan.emit and v not in distinct:
+            plan.alias.setdefault(v, first.setdefault(plan.layout[v], v))
+            if plan.alias[v] == v:
+                del plan.alias[v]
     return plan
 

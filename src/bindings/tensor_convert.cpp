@@ -295,6 +295,52 @@ nb::handle seq_item(nb::handle seq, size_t i) {
                                  : nb::handle(PyTuple_GET_ITEM(seq.ptr(), k));
 }
 
+// The element span [lo, hi] that a view of these sizes/strides reaches from its data pointer; false when empty.
+bool element_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t& lo, int64_t& hi) {
+  lo = hi = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return false;
+    const int64_t reach = (sizes[d] - 1) * strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return true;
+}
+
+// An item (tensor, (sizes, strides, offset)) of to_host_tensors: the view of the tensor's memory with those sizes and
+// strides (elements), `offset` elements past its data pointer (what torch's _reinterpret_tensor makes, without a
+// torch tensor). Throws nb::value_error naming `what` and `i` when the spec is malformed or reaches outside the
+// elements the tensor itself spans.
+HostTensor spec_view(nb::handle item, bool writable, bool borrow, const char* what, size_t i) {
+  const std::string label = std::string(what) + " " + std::to_string(i);
+  nb::handle base = PyTuple_GET_ITEM(item.ptr(), 0), spec = PyTuple_GET_ITEM(item.ptr(), 1);
+  HostTensor t;
+  if (!torch_fast_view(base, t, writable, borrow)) t = imported_host_tensor(base, writable, label.c_str());
+  std::vector<int64_t> sizes, strides;
+  const bool ok = PyTuple_Check(spec.ptr()) && PyTuple_GET_SIZE(spec.ptr()) == 3 &&
+                  read_int_tuple(PyTuple_GET_ITEM(spec.ptr(), 0), sizes) &&
+                  read_int_tuple(PyTuple_GET_ITEM(spec.ptr(), 1), strides) && sizes.size() == strides.size() &&
+                  PyLong_Check(PyTuple_GET_ITEM(spec.ptr(), 2));
+  const int64_t offset = ok ? PyLong_AsLongLong(PyTuple_GET_ITEM(spec.ptr(), 2)) : 0;
+  if (!ok || PyErr_Occurred()) {
+    PyErr_Clear();
+    throw nb::value_error((label + ": expected a tensor or (tensor, (sizes, strides, offset)) of ints").c_str());
+  }
+  int64_t lo = 0, hi = 0, base_lo = 0, base_hi = 0;
+  for (int64_t s : sizes)
+    if (s < 0) throw nb::value_error((label + ": view size " + std::to_string(s) + " is negative").c_str());
+  if (element_span(sizes, strides, lo, hi) &&
+      (!element_span(t.sizes, t.strides, base_lo, base_hi) || offset + lo < base_lo || offset + hi > base_hi)) {
+    throw nb::value_error((label + ": view (offset " + std::to_string(offset) + ") reaches elements [" +
+                           std::to_string(offset + lo) + ", " + std::to_string(offset + hi) +
+                           "] outside its tensor's [" + std::to_string(base_lo) + ", " + std::to_string(base_hi) + "]")
+                              .c_str());
+  }
+  HostTensor v = HostTensor::view(t.dtype, static_cast<char*>(t.data) + offset * dtype_size(t.dtype), std::move(sizes),
+                                  std::move(strides));
+  v.owner = std::move(t.owner);
+  return v;
+}
+
 }  // namespace
 
 bool takes_fast_path(nb::handle obj) {
@@ -321,6 +367,10 @@ std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const cha
     nb::handle item = seq_item(seq, i);
     if (HostTensor fast; torch_fast_view(item, fast, writable, borrow)) {  // the common case: no label string is built
       out.push_back(std::move(fast));
+      continue;
+    }
+    if (PyTuple_Check(item.ptr()) && PyTuple_GET_SIZE(item.ptr()) == 2) {  // a view spec (tensor_convert.h)
+      out.push_back(spec_view(item, writable, borrow, what, i));
       continue;
     }
     std::string label = std::string(what) + " " + std::to_string(i);

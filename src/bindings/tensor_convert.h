@@ -38,6 +38,10 @@ HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what);
 bool takes_fast_path(nb::handle obj);
 
 /// to_host_tensor over a sequence (list or tuple); `what` is "input" / "output", errors say "input 2: ...".
+/// An item may also be a view spec `(tensor, (sizes, strides, offset))` (ints, in elements): the view of the tensor's
+/// memory with those sizes and strides starting `offset` elements past its data pointer, as torch's
+/// `_reinterpret_tensor(tensor, sizes, strides, offset)` would make it (the generated program passes views this way
+/// instead of building a torch tensor per view); nb::value_error when it reaches outside the tensor's own elements.
 /// `borrow`: the views of plain torch tensors get no owner, so they are valid only while `seq` holds its tensors: for
 /// a call that uses the views and returns (Kernel.run), with a sequence no other thread changes meanwhile.
 std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what, bool borrow = false);

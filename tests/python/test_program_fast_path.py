@@ -90,3 +90,38 @@ def test_time_stages_reports_each_stage():
     assert all(v >= 0 for v in t.values())
     assert t["run"] >= t["launch"]
     torch.testing.assert_close(out, x * 2 + 1)
+
+
+def _spec(t: torch.Tensor, base: torch.Tensor):
+    """The view spec of view ``t`` of ``base``: (base, (sizes, strides, offset relative to base))."""
+    return base, (tuple(t.shape), tuple(t.stride()), t.storage_offset() - base.storage_offset())
+
+
+def test_kernel_run_takes_view_specs_as_inputs_and_outputs():
+    k = _kernel_of(lambda a, b: a * 2 + b, torch.randn(6, 8), torch.randn(6, 8))
+    base = torch.randn(14, 20)[1:]  # a base with a storage offset of its own: spec offsets are relative to it
+    views = [base.t()[3:11, 2:8].t(), base[::2, 4:12][:6], base[0, :8].expand(6, 8)]
+    for a in views:
+        for b in views:
+            out_base = torch.zeros(8, 12)
+            out = out_base.t()[2:8]  # a strided output, given as a spec of its base
+            k.run([_spec(a, base), _spec(b, base)], [_spec(out, out_base)])
+            torch.testing.assert_close(out, a * 2 + b)
+            assert out_base.t()[:2].abs().sum() == 0 and out_base.t()[8:].abs().sum() == 0  # nothing else written
+
+
+def test_view_spec_outside_its_tensor_is_refused():
+    k = _kernel_of(lambda a: a * 2 + 1, torch.randn(6, 8))
+    base, out = torch.randn(48), torch.empty(6, 8)
+    k.run([(base, ((6, 8), (8, 1), 0))], [out])
+    torch.testing.assert_close(out, base.view(6, 8) * 2 + 1)
+    with pytest.raises(ValueError, match="input 0: view .* outside"):
+        k.run([(base, ((6, 8), (8, 1), 1))], [out])  # one element past the end
+    with pytest.raises(ValueError, match="input 0: view .* outside"):
+        k.run([(base, ((6, 8), (8, 1), -1))], [out])
+    with pytest.raises(ValueError, match="output 0: view .* outside"):
+        k.run([(base, ((6, 8), (8, 1), 0))], [(torch.empty(47), ((6, 8), (8, 1), 0))])
+    with pytest.raises(ValueError, match="input 0: expected a tensor or"):
+        k.run([(base, ((6, 8), (8, 1)))], [out])
+    with pytest.raises(ValueError, match="input 0: expected a tensor or"):
+        k.run([(base, ((6, 8), (8,), 0))], [out])

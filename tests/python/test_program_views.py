@@ -159,8 +159,10 @@ def test_chain_into_matmul_is_folded_and_matches_eager(monkeypatch):
     out, recs = _compile(chain_into_matmul, x, w)
     torch.testing.assert_close(out, chain_into_matmul(x, w), rtol=1e-5, atol=1e-5)
     src = recs[0].program_source
-    assert "RT(" in src, src
-    assert ".reshape(" not in src, src  # the reshape chain and the head split are folded
+    # the reshape chain and the head split are folded: the matmul's input is allocated in its shape
+    # (program_outputs.py) and the head split reaches the next kernel as a view spec
+    assert ".reshape(" not in src and "RT(" not in src, src
+    assert ", S" in src, src
 
 
 @needs_native
@@ -226,3 +228,26 @@ def test_cat_onto_an_empty_cache_is_lowered_and_fresh(monkeypatch, past):
     assert b.data_ptr() != x.data_ptr()  # a copy, as eager's cat, never the argument itself
     b.add_(1)
     assert torch.equal(x, eb)
+
+
+def heads_of_matmul(x, w):
+    """A matmul result split into heads and halves (LLaMA's rotary inputs): folded views read only by a kernel."""
+    z = (x @ w).view(2, 4, 2, 8).permute(0, 2, 1, 3)
+    return torch.cat([-z[..., 4:], z[..., :4]], dim=-1) * 0.5 + z
+
+
+@needs_native
+def test_kernel_reads_folded_views_as_specs_built_per_call(monkeypatch):
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch._dynamo.reset()
+    start = len(backend.RECORDS)
+    c = torch.compile(heads_of_matmul, backend="autofuse", dynamic=False)
+    for seed in range(3):  # new data each call: a view spec kept from an earlier call would read stale memory
+        g = torch.Generator().manual_seed(seed)
+        x, w = torch.randn(8, 16, generator=g), torch.randn(16, 16, generator=g)
+        out = c(x, w)
+        want = heads_of_matmul(x, w)
+        assert out.stride() == want.stride()
+        torch.testing.assert_close(out, want)
+    src = [r for r in backend.RECORDS[start:] if r.steps][0].program_source
+    assert ", S" in src and "RT(" not in src, src  # the views reach the kernel as specs: no torch view is built

@@ -1,0 +1,165 @@
+"""Folding a weight transpose into the ATen matmul that reads it: ``mm(x, w.permute([1, 0]))`` -> ``linear(x, w)``.
+
+AOTAutograd decomposes ``nn.Linear`` into ``permute(w, [1, 0])`` and ``mm(x, wT)`` (``addmm(b, x, wT)`` with a bias),
+so a generated program used to run one ``w.permute([1, 0])`` view per linear layer and call (about 1.5 us back to
+back, several times that right after a matmul: 15 per call of the LLaMA-style demo). ``torch._C._nn.linear`` takes
+the weight as it is and makes the same transposed view in C++: for a 2-D input ATen's ``linear``
+(aten/src/ATen/native/Linear.cpp) calls ``addmm(b, x, w.t())`` with a bias and ``matmul(x, w.t())`` -> ``mm(x, w.t())``
+without one: the same ATen kernel on the same operands, so the result is bit-identical to the decomposed calls
+(tests/python/test_program_linear.py checks it for fp32 and bf16). The weight is read at every call, never cached: a
+parameter whose ``.data`` is replaced between calls is seen as it is then.
+
+A fold needs: the matmul is ``aten.mm`` or ``aten.addmm`` without ``beta``/``alpha`` (and a 1-D bias); its second
+operand is a host ``permute`` with ``dims=[1, 0]`` run inline and not folded into a strided view (program_views.py);
+nothing else reads the transpose (no other IR node, graph output, mutation or index check).
+
+The input, too, is often a folded view made only for the matmul: ``RT(v50, (32, 256), (256, 1), 0)`` of a kernel
+output ``v50`` of sizes (1, 32, 256), and the result is read only through folded views (``RT(v53, (1, 32, 688),
+...)``). ATen's linear flattens the leading dims of a contiguous input itself (``matmul``'s fold /
+``_flatten_nd_linear``: ``reshape(-1, K)``, the same mm, a view back), so ``LIN(v50, w)`` computes the same bits
+into a contiguous (1, 32, N) tensor, whose memory is the (32, N) result's. This input fold is made when the view
+is the whole base read row-major as (M, K) (offset 0, the base contiguous with last size K, as the program
+allocates it) and every reader of the matmul result is a folded view (program_views.reinterpret ignores its
+base's sizes: only the storage counts), never a kernel, extern, graph output, mutation or index check that would
+see the other rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+import torch
+
+#: What generated programs call as ``LIN``: ATen's linear (C++, through the dispatcher; no Python frame).
+LINEAR_FN = torch._C._nn.linear
+
+#: matmul target -> (index of the input operand, of the transposed weight, of the bias or None) in its FX args.
+_OPERANDS = {"aten.mm.default": (0, 1, None), "aten.addmm.default": (1, 2, 0)}
+
+
+@dataclass
+class LinearFold:
+    """One matmul emitted as ``LIN(x, w[, bias])``: ``x`` and ``bias`` are FX arguments (emitted as before),
+    ``weight`` the program variable of the untransposed weight, ``transpose`` the skipped permute node;
+    ``x_base``: the base variable passed instead of the input view (the input fold of the module doc), or None."""
+
+    x: Any
+    weight: int
+    bias: Any
+    transpose: int
+    x_base: Optional[int] = None
+
+    def line(self, v: int, arg) -> str:
+        """The program line computing matmul node ``v`` (``arg``: the emitter's FX-argument formatter)."""
+        bias = f", {arg(self.bias)}" if self.bias is not None else ""
+        x = f"v{self.x_base}" if self.x_base is not None else arg(self.x)
+        return f"    v{v} = LIN({x}, v{self.weight}{bias})"
+
+    def result_layout(self, lg, v: int) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+        """(sizes, strides) of the tensor ``LIN`` returns for matmul node ``v`` under the input fold: the base's
+        leading sizes and the matmul's columns, contiguous."""
+        sizes = tuple(lg.nodes[self.x_base].shape[:-1]) + (lg.nodes[v].shape[-1],)
+        strides, acc = [], 1
+        for d in reversed(sizes):
+            strides.append(acc)
+            acc *= max(int(d), 1)
+        return sizes, tuple(reversed(strides))
+
+    def reads(self, lg) -> List[int]:
+        """Program variables the LIN call reads."""
+        out = [self.x_base if self.x_base is not None else lg.fx_value[self.x], self.weight]
+        if self.bias is not None:
+            out.append(lg.fx_value[self.bias])
+        return out
+
+
+def _readers(lg) -> Dict[int, int]:
+    """value -> how many IR nodes read it, plus one per graph output, mutation, index check or expanded output."""
+    count: Dict[int, int] = {}
+    for n in lg.nodes:
+        for u in set(n.inputs):
+            count[u] = count.get(u, 0) + 1
+    extra: List[int] = [v for kind, v in lg.outputs if kind == "node"]
+    extra += [v for pair in lg.mutations for v in pair] + [c[0] for c in lg.index_checks]
+    extra += list(lg.expand_outputs.values())
+    for v in extra:
+        count[v] = count.get(v, 0) + 1
+    return count
+
+
+def _fx_readers(lg, v: int) -> int:
+    """How many FX nodes use the FX node(s) lowered to value ``v`` (0 when none maps to it)."""
+    return sum(len(node.users) for node, fv in lg.fx_value.items() if fv == v and isinstance(node, torch.fx.Node))
+
+
+def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFold]:
+    """matmul node -> its LinearFold, for every extern matmul that can take its weight untransposed (module doc).
+    ``inline_hosts``: indices of the host steps run inline; ``views``: program_views.py's ViewPlan of them."""
+    inline = {v for k in inline_hosts for v in steps[k].nodes}
+    readers = _readers(lg)
+    view_readers: Dict[int, int] = {}  # value -> how many folded views read it
+    for v in views.layout:
+        for u in set(lg.nodes[v].inputs):
+            view_readers[u] = view_readers.get(u, 0) + 1
+    out: Dict[int, LinearFold] = {}
+    for st in steps:
+        if st.kind != "extern":
+            continue
+        for v in st.nodes:
+            fold = _fold(lg, lg.nodes[v], inline, views.layout, readers)
+            if fold is None:
+                continue
+            if readers.get(v, 0) == view_readers.get(v, 0) > 0:  # read through folded views only
+                fold.x_base = _whole_base(lg, lg.fx_value.get(fold.x), views)
+            out[v] = fold
+    return out
+
+
+def _whole_base(lg, xv: Any, views) -> Optional[int]:
+    """The base variable of the folded view ``xv`` when the view reads all of it row-major as a matrix whose rows are
+    the base's last dim (module doc), else None."""
+    lay = views.layout.get(xv) if isinstance(xv, int) else None
+    if lay is None:
+        return None
+    base, sizes, strides, offset = lay
+    shape = lg.nodes[base].shape
+    if offset != 0 or len(sizes) != 2 or strides != (sizes[1], 1) or not shape or shape[-1] != sizes[1]:
+        return None
+    numel = 1
+    for d in shape:
+        numel *= d
+    contiguous, acc = [], 1
+    for d in reversed(shape):
+        contiguous.append(acc)
+        acc *= d
+    if numel != sizes[0] * sizes[1] or views.bases.get(base) != tuple(reversed(contiguous)):
+        return None
+    return base
+
+
+def _fold(lg, n, inline: Set[int], folded_views, readers: Dict[int, int]) -> Optional[LinearFold]:
+    """The LinearFold of extern node ``n``, or None when it is not a foldable matmul."""
+    fx = n.fx
+    ops = _OPERANDS.get(str(getattr(fx, "target", ""))) if n.item is None and fx is not None else None
+    if ops is None or fx.kwargs or len(fx.args) != (3 if ops[2] is not None else 2):
+        return None
+    xi, wi, bi = ops
+    wt = fx.args[wi]
+    pv = lg.fx_value.get(wt) if isinstance(wt, torch.fx.Node) else None
+    if not isinstance(pv, int) or pv not in inline or pv in folded_views:
+        return None
+    p = lg.nodes[pv]
+    ins = [u for u in p.inputs if lg.nodes[u].op != "constant"]
+    if p.op != "permute" or list(p.attrs.get("dims", ())) != [1, 0] or len(ins) != 1:
+        return None
+    if len(lg.nodes[ins[0]].shape) != 2:
+        return None
+    if readers.get(pv, 0) != 1 or _fx_readers(lg, pv) != 1:  # the matmul's own read only
+        return None
+    bias = fx.args[bi] if bi is not None else None
+    if bias is not None:
+        bv = lg.fx_value.get(bias) if isinstance(bias, torch.fx.Node) else None
+        if not isinstance(bv, int) or len(lg.nodes[bv].shape) != 1:
+            return None
+    return LinearFold(x=fx.args[xi], weight=ins[0], bias=bias, transpose=pv)
