@@ -459,6 +459,25 @@ TEST(Kernel, RefusesWhatIsNotOneKernel) {
   EXPECT_FALSE(kernel_unsupported_reason(parse_graph(kSoftmax)).has_value());
 }
 
+// A symbol that only appears inside a non-linear size (the upper half of a dynamic last dim, review finding of
+// session 7) cannot be bound at launch: refused up front with the symbol and the input, not at the first run.
+TEST(Kernel, RefusesSymbolsTheInputSizesDoNotDetermine) {
+  Graph half = parse_graph(R"(graph h(%x: f32[1, s0, s1 - floordiv(s1, 2)]) {
+    %y = neg(%x)
+    return %y
+  })");
+  auto r = kernel_unsupported_reason(half);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->find("size symbol s1 is not determined"), std::string::npos) << *r;
+  EXPECT_THROW(Kernel::compile(half), IRError);
+  // Linear forms still bind (2*s1 + 1 determines s1), as do bare symbols.
+  EXPECT_FALSE(kernel_unsupported_reason(parse_graph(R"(graph l(%x: f32[s0, 2*s1 + 1]) {
+    %y = neg(%x)
+    return %y
+  })"))
+                   .has_value());
+}
+
 TEST(Kernel, RejectsMismatchedInputs) {
   auto k = Kernel::compile(parse_graph(kSoftmax));
   EXPECT_THROW(k->output_sizes({HostTensor::empty(DType::Float64, {2, 2})}), IRError);

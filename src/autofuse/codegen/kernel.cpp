@@ -17,7 +17,62 @@
 
 namespace autofuse {
 
+namespace {
+
+/// Why a launch could not bind g's size symbols from its input sizes, or nullopt. A launch binds a symbol where an
+/// input dim is the bare symbol or a linear form of it (k*s + c; Kernel::bind, bind_symbols); a symbol that appears
+/// only inside other forms (the upper half s1 - floordiv(s1, 2) of a dynamic last dim) is unknown at launch time.
+/// Decided on one trial assignment of distinct sizes (1009 + 37 i) with the launch's own binding steps. The symbols
+/// checked: those of node shapes, plus every symbol for a concat kernel (its launch binds the whole graph).
+std::optional<std::string> unbound_symbol_reason(const Graph& g) {
+  std::set<std::string> need;
+  if (has_concat(g)) {
+    need = g.symbols();
+  } else {
+    for (size_t i = 0; i < g.size(); ++i)
+      for (const Expr& d : g.node(static_cast<ValueId>(i)).shape) d.collect_symbols(need);
+  }
+  if (need.empty()) return std::nullopt;
+  Bindings trial;
+  int64_t v = 1009;
+  for (const std::string& s : g.symbols()) trial[s] = (v += 37);
+  Bindings b;
+  std::vector<std::pair<const Expr*, int64_t>> dims;
+  for (ValueId in : g.inputs())
+    for (const Expr& d : g.node(in).shape) {
+      int64_t size = 0;
+      try {
+        size = d.eval(trial);
+      } catch (const std::exception&) {
+        continue;
+      }
+      dims.emplace_back(&d, size);
+      if (d.kind() == Expr::Kind::Sym) b.emplace(d.name(), size);
+    }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [e, size] : dims) changed |= solve_linear_size(*e, size, b);
+  }
+  for (const std::string& s : need)
+    if (!b.count(s)) {
+      std::string where;
+      for (ValueId in : g.inputs()) {
+        std::set<std::string> in_syms;
+        for (const Expr& d : g.node(in).shape) d.collect_symbols(in_syms);
+        if (in_syms.count(s)) {
+          where = " (input %" + g.node(in).name + " is " + shape_str(g.node(in).shape) + ")";
+          break;
+        }
+      }
+      return "size symbol " + s + " is not determined by the kernel's input sizes" + where;
+    }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> kernel_unsupported_reason(const Graph& g) {
+  if (auto w = unbound_symbol_reason(g)) return w;
   if (has_concat(g)) {
     std::string split_why;
     auto split = plan_concat_split(g, &split_why);
@@ -70,6 +125,7 @@ Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> o
 }
 
 std::shared_ptr<Kernel> Kernel::build(const Graph& g) {
+  if (auto w = unbound_symbol_reason(g)) throw IRError("kernel " + g.name() + ": " + *w);
   if (has_concat(g)) return build_concat(g);
   std::shared_ptr<Kernel> k;
   if (loop_nest_unsupported_reason(g)) {
