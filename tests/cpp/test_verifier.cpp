@@ -190,6 +190,15 @@ TEST(Verifier, ReshapeWhoseElementCountsDifferUnlessASymbolIsZero) {
   EXPECT_NE(two.find("cannot reshape [s0, s1, 2] (2*s0*s1 elements) to [s1, 4, s0] (4*s0*s1 elements)"),
             std::string::npos)
       << two;
+  // A constant count that no integer size reaches: 8*s0 = 15 (session 7 review finding 5).
+  std::string three =
+      verify_text_error("graph g(%x: f32[s0, 8]) {\n  %y = reshape(%x) {shape=[3, 5]}\n  return %y\n}\n");
+  EXPECT_NE(three.find("cannot reshape [s0, 8] (8*s0 elements) to [3, 5] (15 elements): no integer sizes make the "
+                       "element counts equal"),
+            std::string::npos)
+      << three;
+  // 8*s0 = 16 holds for s0 = 2: accepted.
+  EXPECT_EQ(verify_text_error("graph g(%x: f32[s0, 8]) {\n  %y = reshape(%x) {shape=[4, 4]}\n  return %y\n}\n"), "ok");
   // Equal counts, and counts whose equality depends on the sizes (s1 = 2*s0 is possible): accepted.
   EXPECT_EQ(verify_text_error("graph g(%x: f32[s0, 8]) {\n  %y = reshape(%x) {shape=[2, s0, 4]}\n  return %y\n}\n"),
             "ok");

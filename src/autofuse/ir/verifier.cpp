@@ -56,12 +56,23 @@ std::optional<std::pair<int64_t, Expr>> split_monomial(const Expr& e) {
 /// equal only when a symbol is 0 (`reshape(%x: f32[s0, 8]) {shape=[s0, 3]}`). infer_type rejects only counts that
 /// are provably unequal for every binding; this rejects those equal only for empty tensors, which no real graph
 /// means (Dynamo specializes sizes 0 and 1, so its symbols are >= 2). Returns the message, or nullopt.
+/// Also a constant count C against c * M (M a non-empty product of symbols) with C not a multiple of c: no integer
+/// sizes make them equal (`reshape(%x: f32[s0, 8]) {shape=[3, 5]}`: 8*s0 = 15).
 std::optional<std::string> impossible_reshape(const Shape& from, const Shape& to) {
   Expr a = numel(from), b = numel(to);
   auto sa = split_monomial(a), sb = split_monomial(b);
-  if (!sa || !sb || sa->second.is_const() || sa->second != sb->second || sa->first == sb->first) return std::nullopt;
-  return "cannot reshape " + shape_str(from) + " (" + a.str() + " elements) to " + shape_str(to) + " (" + b.str() +
-         " elements): the element counts differ unless a size symbol is 0; expected equal element counts";
+  if (!sa || !sb) return std::nullopt;
+  const std::string head = "cannot reshape " + shape_str(from) + " (" + a.str() + " elements) to " + shape_str(to) +
+                           " (" + b.str() + " elements): ";
+  const bool const_a = sa->second.is_const(), const_b = sb->second.is_const();
+  if (const_a != const_b) {
+    const int64_t total = const_a ? sa->first : sb->first, factor = const_a ? sb->first : sa->first;
+    if (factor != 0 && total % factor != 0)
+      return head + "no integer sizes make the element counts equal; expected equal element counts";
+    return std::nullopt;
+  }
+  if (const_a || sa->second != sb->second || sa->first == sb->first) return std::nullopt;
+  return head + "the element counts differ unless a size symbol is 0; expected equal element counts";
 }
 
 class Verifier {
