@@ -70,7 +70,11 @@ TEST(Env, Choice) {
     ScopedEnv e(kVar, std::string("pool"));
     EXPECT_EQ(env_choice(kVar, {"auto", "pool"}, "auto"), "pool");
   }
-  for (const char* bad : {"Pool", "pool ", "bogus"}) {
+  for (const char* upper : {"Pool", "POOL"}) {  // case is ignored, as for booleans (session 7 review finding 8)
+    ScopedEnv e(kVar, std::string(upper));
+    EXPECT_EQ(env_choice(kVar, {"auto", "pool"}, "auto"), "pool") << upper;
+  }
+  for (const char* bad : {"pool ", "bogus", "poo"}) {
     ScopedEnv e(kVar, std::string(bad));
     EXPECT_EQ(env_choice(kVar, {"auto", "pool"}, "auto"), std::nullopt) << bad;
   }

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -88,7 +89,9 @@ std::optional<std::string> env_choice(const char* name, const std::vector<std::s
                                       const std::string& instead) {
   auto v = value_of(name);
   if (!v) return std::nullopt;
-  if (std::find(choices.begin(), choices.end(), *v) != choices.end()) return v;
+  std::string lower = *v;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (std::find(choices.begin(), choices.end(), lower) != choices.end()) return lower;
   env_warn(name, *v, "is not one of " + join(choices, " or "), instead);
   return std::nullopt;
 }

@@ -23,8 +23,9 @@ bool env_bool(const char* name, bool fallback);
 /// naming what the caller uses then (e.g. "the CPU count (16)"), and gives nullopt.
 std::optional<int64_t> env_int(const char* name, int64_t lo, int64_t hi, const std::string& instead);
 
-/// A variable whose value must be one of `choices` (exact, case-sensitive). Unset or empty: nullopt. One of them:
-/// it. Anything else warns, with `instead` naming what is used then, and gives nullopt.
+/// A variable whose value must be one of `choices` (lower-case; the value is compared ignoring case, as booleans are).
+/// Unset or empty: nullopt. One of them: that choice. Anything else warns, with `instead` naming what is used then, and
+/// gives nullopt.
 std::optional<std::string> env_choice(const char* name, const std::vector<std::string>& choices,
                                       const std::string& instead);
 
