@@ -13,7 +13,7 @@ from __future__ import annotations
 import types
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
@@ -88,12 +88,25 @@ class ExplainReport:
         return "\n".join(lines)
 
 
+def _graph_summary(r) -> str:
+    """A graph's mode with its step counts: "kernels: 3 kernels, 2 ATen calls, 1 host step" (steps by kind)."""
+    steps = getattr(r, "steps", None) or []
+    if r.mode != "kernels" or not steps:
+        return r.mode
+    counts: Dict[str, int] = {}
+    for st in steps:
+        counts[st.kind] = counts.get(st.kind, 0) + 1
+    names = {"kernel": "kernel", "extern": "ATen call", "host": "host step"}
+    parts = [f"{n} {names.get(k, k)}{'s' if n != 1 else ''}" for k, n in sorted(counts.items())]
+    return "kernels: " + ", ".join(parts)
+
+
 def report_from_records(records) -> ExplainReport:
     """Build a report from backend GraphRecords."""
     rep = ExplainReport(graph_count=len(records))
     seen = set()
     for r in records:
-        rep.graphs.append((r.name, r.mode, r.reason))
+        rep.graphs.append((r.name, _graph_summary(r), r.reason))
         if r.lowered is None:
             continue
         rep.lowered_ops.update(r.lowered.lowered_ops)
