@@ -72,7 +72,6 @@ std::optional<std::string> unbound_symbol_reason(const Graph& g) {
 }  // namespace
 
 std::optional<std::string> kernel_unsupported_reason(const Graph& g) {
-  if (auto w = unbound_symbol_reason(g)) return w;
   if (has_concat(g)) {
     std::string split_why;
     auto split = plan_concat_split(g, &split_why);
@@ -125,6 +124,8 @@ Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> o
 }
 
 std::shared_ptr<Kernel> Kernel::build(const Graph& g) {
+  // Checked here, not in kernel_unsupported_reason: fusion's intermediate groups may lack the input that binds a
+  // symbol (a lone concat of the two rotary halves) while the group they grow into has it (the rotary kernel).
   if (auto w = unbound_symbol_reason(g)) throw IRError("kernel " + g.name() + ": " + *w);
   if (has_concat(g)) return build_concat(g);
   std::shared_ptr<Kernel> k;

@@ -194,7 +194,7 @@ std::vector<Kernel::Compiled> Kernel::compile_many(const std::vector<Graph>& gra
       continue;
     }
     try {
-      shells[i] = build_concat(graphs[i]);
+      shells[i] = build(graphs[i]);  // build checks the symbols first, then build_concat
       for (const ConcatSegment& s : shells[i]->concat_->split.segments) {
         slots[i].push_back(flat.size());
         flat.push_back(s.graph);
