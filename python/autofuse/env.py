@@ -9,60 +9,13 @@ One rule for every variable of README's table: unset or empty is the default; a 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Dict, List, Optional
 
 from autofuse import _core
 
-_WARNED: set = set()
-
-
-class _SameRulesInPython:
-    """The rules of support/env.h, for an ``autofuse._core`` built before it had them (a checkout whose extension
-    was not rebuilt after pulling: the package must still import). Same messages, once per (variable, value)."""
-
-    @staticmethod
-    def env_warn(name: str, value: str, problem: str, instead: str) -> None:
-        if (name, value) not in _WARNED:
-            _WARNED.add((name, value))
-            print(f"autofuse: warning: {name}='{value}' {problem}; using {instead}", file=sys.stderr, flush=True)
-
-    @classmethod
-    def env_bool(cls, name: str, default: bool) -> bool:
-        raw = os.environ.get(name, "")
-        v = raw.strip().lower()
-        if v in _TRUE or v in _FALSE:
-            return v in _TRUE
-        if raw:
-            cls.env_warn(name, raw, "is not a boolean (expected 1/true/yes/on or 0/false/no/off)",
-                         f"{int(default)} (the default)")
-        return default
-
-    @classmethod
-    def env_int(cls, name: str, lo: int, hi: int, instead: str) -> Optional[int]:
-        raw = os.environ.get(name, "")
-        try:
-            n = int(raw.strip(), 10)
-        except ValueError:
-            n = None
-        if n is not None and lo <= n <= hi:
-            return n
-        if raw:
-            cls.env_warn(name, raw, f"is not an integer in [{lo}, {hi}]" + ("" if n is not None else
-                                                                              " (not a decimal integer)"), instead)
-        return None
-
-    @staticmethod
-    def cpu_count() -> int:
-        return max(1, len(os.sched_getaffinity(0)))
-
-    @staticmethod
-    def check_environment() -> None:
-        pass  # the old extension's C++ readers keep their old rules
-
-
 if not hasattr(_core, "env_bool"):
-    _core = _SameRulesInPython  # noqa: F811
+    raise ImportError(f"autofuse._core ({_core.__file__}) is older than the Python package (it lacks the environment "
+                      "parsers of src/autofuse/support/env.h); rebuild it with `make build`")
 
 #: Keys AUTOFUSE_DFX_FLAGS understands (the original Autofuse's form of the debug dump; debug.py).
 DFX_KEYS = ("codegen_compile_debug", "debug_dir")
