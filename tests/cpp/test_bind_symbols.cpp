@@ -6,9 +6,12 @@
 #include "autofuse/ir/bind_symbols.h"
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/ir/parser.h"
+#include "test_interpreter_util.h"
 
 namespace autofuse {
 namespace {
+
+using autofuse::testing::error_of;
 
 /// The ShapeArgs of g's inputs against `sizes` (one vector per input; must outlive the result's use).
 std::vector<ShapeArg> args_of(const Graph& g, const std::vector<std::vector<int64_t>>& sizes) {
@@ -16,16 +19,6 @@ std::vector<ShapeArg> args_of(const Graph& g, const std::vector<std::vector<int6
   const auto ins = g.inputs();
   for (size_t i = 0; i < ins.size(); ++i) a.push_back(ShapeArg{&g.node(ins[i]), &sizes[i]});
   return a;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const IRError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 const char* kForms = R"(graph f(%x: f32[s0, 2*s1 + 1], %y: f32[s1 - 2, floordiv(s0, 2), mod(s0, 3)]) {

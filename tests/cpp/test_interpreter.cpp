@@ -13,16 +13,6 @@ using namespace autofuse::testing;
 
 Expr S(const char* n) { return Expr::sym(n); }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const IRError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(InterpBind, BindsSymbolsAndSolvesLinearSizes) {
   Graph g("b");
   ValueId x = g.add_input("x", DType::Float32, {S("s0"), S("s1")});
