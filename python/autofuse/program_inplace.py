@@ -22,14 +22,12 @@ When it is safe (each condition is checked; any doubt keeps the fresh allocation
   specs and folded matmul inputs), the base is no graph input, graph output, mutation target or expanded output, and
   no materialized view of it exists (a view bound earlier could be returned or read later).
 
-``AUTOFUSE_INPLACE=0`` turns it off (every kernel output allocated fresh).
+Measured (docs/demo.md, session 8): LLaMA-style 4x128 1.2-1.6 % per call faster, 1x32 unchanged.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Set, Tuple
-
-from .env import env_bool
 
 #: IR ops an in-place kernel may contain besides its inputs and constants (lane-wise, same index in and out).
 _SOURCES = {"input", "constant"}
@@ -38,11 +36,6 @@ _ALLOWED_CATEGORIES = {"elementwise", "broadcast"}
 #: ATen targets whose results are fresh buffers the program owns (a subset of program_views.EXTERN_CONTIGUOUS).
 FRESH_EXTERNS = {"aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.baddbmm.default",
                  "aten.embedding.default", "aten.cat.default"}
-
-
-def inplace_enabled() -> bool:
-    """``AUTOFUSE_INPLACE`` (default on): whether build_program may write kernel outputs over dead inputs."""
-    return env_bool("AUTOFUSE_INPLACE", True)
 
 
 def row_major(shape) -> Tuple[int, ...]:

@@ -39,18 +39,11 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 
-from .env import env_bool
-
 #: What generated programs call as ``LIN``: ATen's linear (C++, through the dispatcher; no Python frame).
 LINEAR_FN = torch._C._nn.linear
 #: What generated programs call as ``MM`` / ``ADDMM`` in the direct form (module doc): the C++ operators themselves.
 MM_FN = torch.ops.aten.mm.default._op
 ADDMM_FN = torch.ops.aten.addmm.default._op
-
-
-def direct_form_enabled() -> bool:
-    """``AUTOFUSE_LINEAR_MM`` (default on): emit the direct ``MM(RT(x), RT(w))`` form where it applies (A/B switch)."""
-    return env_bool("AUTOFUSE_LINEAR_MM", True)
 
 #: matmul target -> (index of the input operand, of the transposed weight, of the bias or None) in its FX args.
 _OPERANDS = {"aten.mm.default": (0, 1, None), "aten.addmm.default": (1, 2, 0)}
@@ -127,7 +120,6 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
     """matmul node -> its LinearFold, for every extern matmul that can take its weight untransposed (module doc).
     ``inline_hosts``: indices of the host steps run inline; ``views``: program_views.py's ViewPlan of them."""
     inline = {v for k in inline_hosts for v in steps[k].nodes}
-    direct = direct_form_enabled()
     readers = _readers(lg)
     view_readers: Dict[int, int] = {}  # value -> how many folded views read it
     for v in views.layout:
@@ -143,8 +135,7 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
                 continue
             if readers.get(v, 0) == view_readers.get(v, 0) > 0:  # read through folded views only
                 fold.x_base = _whole_base(lg, lg.fx_value.get(fold.x), views)
-            if direct:
-                fold.direct = _direct_sizes(lg, lg.nodes[v], fold)
+            fold.direct = _direct_sizes(lg, lg.nodes[v], fold)
             out[v] = fold
     return out
 
