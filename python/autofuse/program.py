@@ -31,7 +31,7 @@ from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, plan_linear
 from .program_outputs import plan_output_views
-from .program_inplace import owned_bases, plan_inplace
+from .program_inplace import aliased_reads, owned_bases, plan_inplace
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
 
@@ -381,6 +381,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     keep = graph_outputs | {v for pair in lg.mutations for v in pair} | set(expand) | set(expand.values())
     keep |= set(lg.arg_nodes.values()) | set(lg.const_inputs) | {c[0] for c in lg.index_checks}
     owned = owned_bases(lg, steps, views, out_views, lambda o: o not in layouts)
+    owned -= aliased_reads(lg, steps, reads)  # a host view or other extern of it may outlive its last read
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
     L.extend(_check_lines(lg, checked))
     launches = 0  # kernel steps: counted once per call, before the return

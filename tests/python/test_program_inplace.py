@@ -106,3 +106,19 @@ def test_in_place_result_is_not_shared_between_calls(monkeypatch):
     assert torch.equal(r1, keep)
     assert r1.data_ptr() != r2.data_ptr()
     torch.testing.assert_close(r2, silu_mlp(*a2), rtol=1e-5, atol=1e-5)
+
+
+def host_view_read_later(x, w):
+    """A transposed view of the matmul result (a host permute step) is read after the elementwise kernel."""
+    h = x @ w
+    t = h.t()
+    y = torch.sigmoid(h) * 3.0
+    return y, t @ x
+
+
+@needs_native
+def test_host_view_of_the_input_read_later_keeps_it(monkeypatch):
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    c, src = _compile(host_view_read_later)
+    _check_calls(c, host_view_read_later, lambda i: _args(i, [(16, 16), (16, 16)]))
+    assert "# in place" not in src(), src()
