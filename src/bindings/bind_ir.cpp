@@ -192,7 +192,9 @@ void bind_ir(nb::module_& m) {
       "parse", [](const std::string& text, const std::string& filename) { return parse_graph(text, filename); },
       nb::arg("text"), nb::arg("filename") = "<input>",
       "Parse IR text into a verified Graph. Raises ParseError ('FILE:LINE:COL: error: ...').");
-  m.def("verify", &verify, nb::arg("graph"), "Check every IR rule; raises VerifyError naming the node.");
+  m.def(
+      "verify", [](const Graph& g) { verify(g); }, nb::arg("graph"),
+      "Check every IR rule; raises VerifyError naming the node.");
   m.def(
       "parse_expr", [](const std::string& text) { return from_expr(parse_expr(text)); }, nb::arg("text"),
       "Canonical form of a size expression: an int if constant, else its text ('s0*2 + 1').");

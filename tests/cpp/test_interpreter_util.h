@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "autofuse/ir/graph.h"
@@ -11,6 +12,17 @@
 #include "autofuse/ir/tensor.h"
 
 namespace autofuse::testing {
+
+/// The message of the IRError f() throws, or "(no error)" when it throws none.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const IRError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kInf = std::numeric_limits<double>::infinity();

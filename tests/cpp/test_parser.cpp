@@ -202,8 +202,8 @@ TEST(Parser, Diagnostics) {
       {"unbound symbol (from the verifier)",
        wrap("  %i = iota() {length=n, start=0, step=1, dtype=i64}\n  %s = sum(%i) {axes=[0], keepdim=false}\n  return "
             "%s"),
-       "t.af:2:3: error: %i = iota(): size symbol n is not bound by the graph's input shapes, input strides or output "
-       "shapes; expected one of {s0, s1}"},
+       "t.af:2:3: error: %i = iota(): size symbol n is not bound by any graph input's shape; expected one of {s0, s1} "
+       "(a run binds symbols from its input sizes)"},
       {"bad stride rank", "graph g(%x: f32[4, 4] strides [1]) {\n  return %x\n}",
        "t.af:1:13: error: input %x: input: strides have rank 1, shape has rank 2"},
       {"dotted symbol", wrap("  %f = full() {value=0, dtype=f32, shape=[a.b]}\n  return %f"),

@@ -102,21 +102,53 @@ TEST(Verifier, SymbolsMustBeBoundByInputs) {
       g.add(OpKind::Iota, {},
             {{"length", Expr::sym("n")}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}, "i");
   g.set_outputs({x, i});
-  EXPECT_EQ(verify_error(g), "ok");  // n is in an output's shape: a caller allocating the output binds it
+  // n is only in an output's shape: a whole graph cannot bind it, a fusion group's sub-graph (its caller allocates
+  // the outputs) can.
+  const std::string unbound_n =
+      "%i = iota(): size symbol n is not bound by any graph input's shape; expected one of {s0} (a run binds symbols "
+      "from its input sizes)";
+  EXPECT_EQ(verify_error(g), unbound_n);
+  EXPECT_NO_THROW(verify(g, VerifyOptions{.output_shapes_bind = true}));
   ValueId s = g.add(OpKind::Sum, {i}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}}, "s");
   g.set_outputs({x, s});
-  EXPECT_EQ(verify_error(g),
-            "%i = iota(): size symbol n is not bound by the graph's input shapes, input strides or output shapes; "
-            "expected one of {s0}");
-  // A symbol that only appears in an input's strides (a row pitch) is bound by that input.
+  EXPECT_EQ(verify_error(g), unbound_n);
+  try {
+    verify(g, VerifyOptions{.output_shapes_bind = true});
+    ADD_FAILURE() << "n bound by nothing";
+  } catch (const VerifyError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "%i = iota(): size symbol n is not bound by the graph's input shapes or output shapes; expected one of "
+              "{s0} (a run binds symbols from its input sizes)");
+  }
+  // A symbol only in an input's strides (a row pitch) is allowed there, but binds nothing: no other node may use it.
   Graph p("p");
   ValueId y =
       p.add_input("y", DType::Float32, {Expr::sym("s0"), Expr(4)}, std::vector<Expr>{Expr::sym("pitch"), Expr(1)});
-  ValueId r = p.add(OpKind::Full, {},
-                    {{"value", Scalar::of_int(0)}, {"dtype", DType::Float32}, {"shape", Shape{Expr::sym("pitch")}}});
+  p.set_outputs({y});
+  EXPECT_EQ(verify_error(p), "ok");
+  ValueId r =
+      p.add(OpKind::Full, {},
+            {{"value", Scalar::of_int(0)}, {"dtype", DType::Float32}, {"shape", Shape{Expr::sym("pitch")}}}, "r");
   ValueId t = p.add(OpKind::Sum, {r}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}});
   p.set_outputs({y, t});
-  EXPECT_EQ(verify_error(p), "ok");
+  EXPECT_EQ(verify_error(p),
+            "%r = full(): size symbol pitch is not bound by any graph input's shape (it appears only in an input's "
+            "strides, which bind nothing); expected one of {s0} (a run binds symbols from its input sizes)");
+}
+
+// Session 7 review: a reshape to a shape with a symbol no input has was accepted because output shapes counted as
+// binding. The interpreter could never run it (nothing determines s1).
+TEST(Verifier, ReshapeToAnUnboundSymbol) {
+  Graph g = parse_graph(R"(graph r(%x: f32[s0, 4]) {
+    %y = neg(%x)
+    return %y
+  })");
+  EXPECT_EQ(verify_error(g), "ok");
+  ValueId z = g.add(OpKind::Reshape, {1}, {{"shape", Shape{Expr::sym("s1"), Expr(4)}}}, "z");
+  g.set_outputs({z});
+  EXPECT_EQ(verify_error(g),
+            "%z = reshape(%y): size symbol s1 is not bound by any graph input's shape; expected one of {s0} (a run "
+            "binds symbols from its input sizes)");
 }
 
 TEST(Verifier, ReportsTheNodeId) {
@@ -140,9 +172,10 @@ TEST(Verifier, ParserPointsAtTheNode) {
   } catch (const ParseError& e) {
     EXPECT_EQ(e.line(), 3);
     EXPECT_EQ(e.col(), 3);
-    EXPECT_EQ(e.message(),
-              "%f = full(): size symbol k is not bound by the graph's input shapes, input strides or output shapes; "
-              "expected no symbols (they have none)");
+    EXPECT_EQ(
+        e.message(),
+        "%f = full(): size symbol k is not bound by any graph input's shape; expected no symbols (they have none) "
+        "(a run binds symbols from its input sizes)");
   }
 }
 

@@ -1,18 +1,34 @@
 """Dynamic shapes whose kernel inputs are sized by non-linear forms of a symbol (the halves of LLaMA's rotate_half
-on a dynamic last dim: s1 - floordiv(s1, 2)). The kernel cannot bind s1 at launch; before the fix its first call
-raised IRError ("cannot evaluate s1 - floordiv(s1, 2)"). Now such a kernel is refused at compile time and its ops
-run in ATen with a warning: values equal eager for contiguous and sliced inputs, with and without concat fusion."""
+on a dynamic last dim: s1 - floordiv(s1, 2)), or that carry a symbol only in an input's strides (a sliced q: the
+base's row length). Binding (ir/bind_symbols.h) solves only what a launch evaluates: a concat kernel binds its output
+and segment-width symbols, each segment its own inputs, and a symbol only in strides is never needed. So the sliced
+q stays one kernel, compiled once for every size; a kernel whose own inputs cannot bind a symbol it evaluates (a lone
+half, AUTOFUSE_FUSE_CONCAT=0) is refused at compile time and its ops run in ATen with a warning. Values equal eager's
+in every case."""
 import warnings
 
 import pytest
 import torch
 
 import autofuse  # noqa: F401
+from autofuse import _core, backend
+
+pytestmark = pytest.mark.skipif(not backend.has_native_kernels(), reason="needs the native kernel bindings (_core)")
 
 
 def rope(q, c, s):
     h = q.shape[-1] // 2
     return q * c + torch.cat((-q[..., h:], q[..., :h]), -1) * s
+
+
+def _kernel_ops(recs):
+    """The IR ops of every kernel step of the records."""
+    return [[r.lowered.nodes[i].op for i in st.nodes] for r in recs for st in r.steps if st.kind == "kernel"]
+
+
+def _args(q, gen):
+    c = torch.randn(q.shape[-2], q.shape[-1], generator=gen)
+    return q, c, torch.randn(c.shape, generator=gen)
 
 
 @pytest.mark.parametrize("fuse_concat", ["1", "0"])
@@ -29,4 +45,40 @@ def test_rotate_half_on_dynamic_last_dim(monkeypatch, fuse_concat):
             s = torch.randn_like(c)
             got = f(q, c, s)
             torch.testing.assert_close(got, rope(q, c, s), rtol=1e-6, atol=1e-6)
+    torch._dynamo.reset()
+
+
+def _sliced_q(rows, cols, width, gen):
+    """q read through a slice of a larger buffer: its row stride is the buffer's row length, a symbol under dynamic
+    shapes that appears only in q's strides."""
+    return torch.randn(1, 2 * rows, cols, generator=gen)[:, ::2, 3 : 3 + width]
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "mark_dynamic"])
+def test_sliced_q_stays_one_kernel_compiled_once(monkeypatch, mode):
+    """Before the shared binding, the concat kernel bound its whole graph, the stride-only symbol too, and fell back
+    to ATen (a warning, and no kernel step). Now: one kernel with the neg, concat, mul and add, strict mode (no
+    fallback warning), the same compiled code for every size (no C++ compile after the first call)."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    gen = torch.Generator().manual_seed(11)
+    torch._dynamo.reset()
+    f = torch.compile(rope, backend="autofuse", dynamic=True if mode == "dynamic" else None)
+    start = len(backend.RECORDS)
+    compiles_after_first = None
+    for rows, cols, width in [(32, 96, 46), (16, 80, 30), (8, 70, 31), (24, 128, 64)]:
+        q, c, s = _args(_sliced_q(rows, cols, width, gen), gen)
+        if mode == "mark_dynamic":
+            for t, dims in ((q, (1, 2)), (c, (0, 1)), (s, (0, 1))):
+                for d in dims:
+                    torch._dynamo.mark_dynamic(t, d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a kernel that fails to compile warns before running in ATen
+            got = f(q, c, s)
+        torch.testing.assert_close(got, rope(q, c, s), rtol=1e-6, atol=1e-6)
+        if compiles_after_first is None:
+            compiles_after_first = _core.cache_stats().compiles
+    assert _core.cache_stats().compiles == compiles_after_first, "a later size compiled C++ again"
+    kernels = _kernel_ops(backend.RECORDS[start:])
+    assert len(kernels) == 1, kernels
+    assert {"neg", "concat", "mul", "add"} <= set(kernels[0]), kernels
     torch._dynamo.reset()

@@ -9,6 +9,7 @@
 #include "autofuse/codegen/cpu/jit.h"
 #include "autofuse/codegen/kernel_concat.h"
 #include "autofuse/codegen/kernel_variant.h"
+#include "autofuse/ir/bind_symbols.h"
 #include "autofuse/ir/interpreter.h"
 #include "autofuse/runtime/hash.h"
 #include "autofuse/schedule/schedule.h"
@@ -16,60 +17,6 @@
 #include "autofuse/tiling/rows_vector.h"
 
 namespace autofuse {
-
-namespace {
-
-/// Why a launch could not bind g's size symbols from its input sizes, or nullopt. A launch binds a symbol where an
-/// input dim is the bare symbol or a linear form of it (k*s + c; Kernel::bind, bind_symbols); a symbol that appears
-/// only inside other forms (the upper half s1 - floordiv(s1, 2) of a dynamic last dim) is unknown at launch time.
-/// Decided on one trial assignment of distinct sizes (1009 + 37 i) with the launch's own binding steps. The symbols
-/// checked: those of node shapes, plus every symbol for a concat kernel (its launch binds the whole graph).
-std::optional<std::string> unbound_symbol_reason(const Graph& g) {
-  std::set<std::string> need;
-  if (has_concat(g)) {
-    need = g.symbols();
-  } else {
-    for (size_t i = 0; i < g.size(); ++i)
-      for (const Expr& d : g.node(static_cast<ValueId>(i)).shape) d.collect_symbols(need);
-  }
-  if (need.empty()) return std::nullopt;
-  Bindings trial;
-  int64_t v = 1009;
-  for (const std::string& s : g.symbols()) trial[s] = (v += 37);
-  Bindings b;
-  std::vector<std::pair<const Expr*, int64_t>> dims;
-  for (ValueId in : g.inputs())
-    for (const Expr& d : g.node(in).shape) {
-      int64_t size = 0;
-      try {
-        size = d.eval(trial);
-      } catch (const std::exception&) {
-        continue;
-      }
-      dims.emplace_back(&d, size);
-      if (d.kind() == Expr::Kind::Sym) b.emplace(d.name(), size);
-    }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& [e, size] : dims) changed |= solve_linear_size(*e, size, b);
-  }
-  for (const std::string& s : need)
-    if (!b.count(s)) {
-      std::string where;
-      for (ValueId in : g.inputs()) {
-        std::set<std::string> in_syms;
-        for (const Expr& d : g.node(in).shape) d.collect_symbols(in_syms);
-        if (in_syms.count(s)) {
-          where = " (input %" + g.node(in).name + " is " + shape_str(g.node(in).shape) + ")";
-          break;
-        }
-      }
-      return "size symbol " + s + " is not determined by the kernel's input sizes" + where;
-    }
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::optional<std::string> kernel_unsupported_reason(const Graph& g) {
   if (has_concat(g)) {
@@ -126,8 +73,9 @@ Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> o
 std::shared_ptr<Kernel> Kernel::build(const Graph& g) {
   // Checked here, not in kernel_unsupported_reason: fusion's intermediate groups may lack the input that binds a
   // symbol (a lone concat of the two rotary halves) while the group they grow into has it (the rotary kernel).
-  if (auto w = unbound_symbol_reason(g)) throw IRError("kernel " + g.name() + ": " + *w);
+  // A concat kernel checks only what its own launch evaluates (build_concat); each segment checks itself here.
   if (has_concat(g)) return build_concat(g);
+  if (auto w = unbound_symbol_reason(g, symbols_needed_to_run(g))) throw IRError("kernel " + g.name() + ": " + *w);
   std::shared_ptr<Kernel> k;
   if (loop_nest_unsupported_reason(g)) {
     std::string why;
@@ -221,7 +169,7 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
   if (inputs.size() != ni)
     throw IRError("kernel " + name_ + ": expected " + std::to_string(ni) + " inputs, got " +
                   std::to_string(inputs.size()));
-  Bindings b;
+  std::vector<ShapeArg> args(ni);
   for (size_t i = 0; i < ni; ++i) {
     const Node& nd = body().node(nest_.operands[i]);
     const HostTensor& t = inputs[i];
@@ -231,34 +179,15 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
     if (t.sizes.size() != nd.shape.size())
       throw IRError("kernel " + name_ + ": input %" + nd.name + " has rank " + std::to_string(t.sizes.size()) +
                     ", expected " + std::to_string(nd.shape.size()));
-    for (size_t j = 0; j < nd.shape.size(); ++j)
-      if (nd.shape[j].kind() == Expr::Kind::Sym && !b.count(nd.shape[j].name())) b[nd.shape[j].name()] = t.sizes[j];
+    args[i] = ShapeArg{&nd, &t.sizes};
   }
-  // Sizes of the form k*s + c (s - 2 after a convolution, 2*s after a concat) determine symbols no bare dim binds.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < ni; ++i) {
-      const Node& nd = body().node(nest_.operands[i]);
-      for (size_t j = 0; j < nd.shape.size(); ++j) changed |= solve_linear_size(nd.shape[j], inputs[i].sizes[j], b);
-    }
+  // Every input dim must evaluate (need = null): the symbols of a kernel's other sizes all appear in its inputs'
+  // (checked at build by unbound_symbol_reason).
+  try {
+    return bind_shape_symbols(args, nullptr);
+  } catch (const IRError& e) {
+    throw IRError("kernel " + name_ + ": " + e.what());
   }
-  for (size_t i = 0; i < ni; ++i) {
-    const Node& nd = body().node(nest_.operands[i]);
-    for (size_t j = 0; j < nd.shape.size(); ++j) {
-      int64_t want = 0;
-      try {
-        want = nd.shape[j].eval(b);
-      } catch (const std::exception& e) {
-        throw IRError("kernel " + name_ + ": input %" + nd.name + " dim " + std::to_string(j) + ": cannot evaluate " +
-                      nd.shape[j].str() + ": " + e.what());
-      }
-      if (want != inputs[i].sizes[j])
-        throw IRError("kernel " + name_ + ": input %" + nd.name + " dim " + std::to_string(j) + " has size " +
-                      std::to_string(inputs[i].sizes[j]) + ", expected " +
-                      (nd.shape[j].is_const() ? std::string() : nd.shape[j].str() + " = ") + std::to_string(want));
-    }
-  }
-  return b;
 }
 
 std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTensor>& inputs) const {

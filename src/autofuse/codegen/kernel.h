@@ -146,6 +146,9 @@ class Kernel {
   /// run() and output_sizes() of a kernel with concats (kernel_concat.cpp).
   void run_concat(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
   std::vector<std::vector<int64_t>> concat_output_sizes(const std::vector<HostTensor>& inputs) const;
+  /// The symbols a concat kernel's launch evaluates (ConcatParts::need: output shapes, segment widths) bound from the
+  /// parent's input sizes (ir/bind_symbols.h); symbols only the segments use are left to them. Throws IRError.
+  Bindings bind_concat(const std::vector<HostTensor>& inputs) const;
   /// compile_many for graphs none of which has a concat (kernel_batch.cpp).
   static std::vector<Compiled> compile_many_plain(const std::vector<Graph>& graphs, int threads);
 

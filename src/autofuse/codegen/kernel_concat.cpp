@@ -4,17 +4,31 @@
 #include "autofuse/codegen/kernel_concat.h"
 
 #include <exception>
+#include <set>
+#include <string>
 
 #include "autofuse/codegen/kernel_variant.h"
-#include "autofuse/ir/interpreter.h"
+#include "autofuse/ir/bind_symbols.h"
 #include "autofuse/tiling/launch.h"
 
 namespace autofuse {
 namespace {
 
-/// The Kernel::ConcatParts of a split whose segment kernels are `parts`.
-Kernel::ConcatParts make_parts(ConcatSplit split, std::vector<std::shared_ptr<Kernel>> parts) {
+/// The symbols a concat kernel's own launch evaluates: those of its output shapes and of the segment widths. Symbols
+/// used only inside the segments (or only in an input's strides hint) are the segments' business: each segment
+/// kernel binds its own inputs.
+std::set<std::string> concat_launch_symbols(const Graph& g, const ConcatSplit& split) {
+  std::set<std::string> need;
+  for (ValueId o : g.outputs())
+    for (const Expr& d : g.node(o).shape) d.collect_symbols(need);
+  for (const Expr& w : split.widths) w.collect_symbols(need);
+  return need;
+}
+
+/// The Kernel::ConcatParts of a split of g whose segment kernels are `parts`.
+Kernel::ConcatParts make_parts(const Graph& g, ConcatSplit split, std::vector<std::shared_ptr<Kernel>> parts) {
   Kernel::ConcatParts p;
+  p.need = concat_launch_symbols(g, split);
   std::vector<int64_t> w;
   for (const Expr& e : split.widths)
     if (auto c = e.as_const()) w.push_back(*c);
@@ -56,16 +70,38 @@ std::shared_ptr<Kernel> Kernel::build_concat(const Graph& g) {
   std::string why;
   auto split = plan_concat_split(g, &why);
   if (!split) throw IRError("kernel " + g.name() + ": " + why);
+  if (auto w = unbound_symbol_reason(g, concat_launch_symbols(g, *split)))
+    throw IRError("kernel " + g.name() + ": " + *w);
   std::vector<std::shared_ptr<Kernel>> parts;
   for (const ConcatSegment& s : split->segments) parts.push_back(build(s.graph));
-  auto p = std::make_shared<const ConcatParts>(make_parts(std::move(*split), std::move(parts)));
+  auto p = std::make_shared<const ConcatParts>(make_parts(g, std::move(*split), std::move(parts)));
   return std::shared_ptr<Kernel>(new Kernel(g, p));
 }
 
 size_t Kernel::num_segments() const { return concat_ ? concat_->parts.size() : 0; }
 
+Bindings Kernel::bind_concat(const std::vector<HostTensor>& inputs) const {
+  const std::vector<ValueId> ins = graph_.inputs();
+  if (inputs.size() != ins.size())
+    throw IRError("kernel " + name_ + ": expected " + std::to_string(ins.size()) + " inputs, got " +
+                  std::to_string(inputs.size()));
+  std::vector<ShapeArg> args(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const Node& nd = graph_.node(ins[i]);
+    if (inputs[i].sizes.size() != nd.shape.size())
+      throw IRError("kernel " + name_ + ": input %" + nd.name + " has rank " + std::to_string(inputs[i].sizes.size()) +
+                    ", expected " + std::to_string(nd.shape.size()));
+    args[i] = ShapeArg{&nd, &inputs[i].sizes};
+  }
+  try {
+    return bind_shape_symbols(args, &concat_->need);
+  } catch (const IRError& e) {
+    throw IRError("kernel " + name_ + ": " + e.what());
+  }
+}
+
 std::vector<std::vector<int64_t>> Kernel::concat_output_sizes(const std::vector<HostTensor>& inputs) const {
-  const Bindings b = bind_symbols(graph_, inputs);
+  const Bindings b = bind_concat(inputs);
   std::vector<std::vector<int64_t>> out;
   for (ValueId o : graph_.outputs()) out.push_back(eval_shape(graph_.node(o).shape, b));
   return out;
@@ -81,7 +117,7 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
   if (concat_->const_widths) {
     widths = *concat_->const_widths;
   } else {
-    const Bindings b = bind_symbols(graph_, inputs);
+    const Bindings b = bind_concat(inputs);
     for (const Expr& e : sp.widths) widths.push_back(e.eval(b));
   }
   int64_t total = 0;
@@ -216,7 +252,7 @@ std::vector<Kernel::Compiled> Kernel::compile_many(const std::vector<Graph>& gra
       parts.push_back(built[s].kernel);
     }
     if (out[i].error) continue;
-    auto p = std::make_shared<const ConcatParts>(make_parts(shells[i]->concat_->split, std::move(parts)));
+    auto p = std::make_shared<const ConcatParts>(make_parts(graphs[i], shells[i]->concat_->split, std::move(parts)));
     out[i].kernel.reset(new Kernel(graphs[i], p));
     out[i].kernel->source_ = joined_source(p->parts);
   }

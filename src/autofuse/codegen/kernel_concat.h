@@ -3,6 +3,8 @@
 
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "autofuse/codegen/kernel.h"
@@ -17,6 +19,8 @@ struct Kernel::ConcatParts {
   std::vector<std::shared_ptr<Kernel>> parts;  ///< per segment
   /// Segment widths when all are constants (no symbol binding at launch), else nullopt.
   std::optional<std::vector<int64_t>> const_widths;
+  /// The symbols the concat launch itself evaluates (output shapes, widths), bound by Kernel::bind_concat.
+  std::set<std::string> need;
 };
 
 }  // namespace autofuse

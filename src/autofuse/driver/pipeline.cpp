@@ -26,7 +26,7 @@ void verify_fused_graph(const FusedGraph& f) {
   for (ValueId v : g.inputs()) available[v] = true;
   std::vector<int> computed(g.size(), 0);
   for (const FusionGroup& grp : f.groups) {
-    verify(grp.subgraph);
+    verify(grp.subgraph, VerifyOptions{.output_shapes_bind = true});  // its caller allocates its outputs
     for (ValueId v : grp.inputs)
       if (!available[v]) fail("group " + grp.name + " reads %" + g.node(v).name + " before any step writes it");
     std::set<ValueId> mem(grp.nodes.begin(), grp.nodes.end());

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "autofuse/ir/bind_symbols.h"
 #include "autofuse/ir/interp_value.h"
 
 namespace autofuse {
@@ -177,34 +178,6 @@ void write_tensor(const Value& v, const HostTensor& t) {
   }
 }
 
-/// Solve size == expr for its single unbound symbol when expr is k*s + c with k != 0 (checked by evaluating at
-/// s = 0 and s = 1, then verifying). Returns true and binds the symbol on success.
-bool try_solve(const Expr& e, int64_t size, Bindings& b) {
-  std::string unbound;
-  for (const auto& s : e.symbols()) {
-    if (b.count(s)) continue;
-    if (!unbound.empty()) return false;
-    unbound = s;
-  }
-  if (unbound.empty()) return false;
-  Bindings t = b;
-  try {
-    t[unbound] = 0;
-    const int64_t c = e.eval(t);
-    t[unbound] = 1;
-    const int64_t k = e.eval(t) - c;
-    if (k == 0 || (size - c) % k != 0) return false;
-    const int64_t v = (size - c) / k;
-    if (v < 0) return false;
-    t[unbound] = v;
-    if (e.eval(t) != size) return false;
-    b[unbound] = v;
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 std::vector<int64_t> eval_sizes(const Node& n, const Bindings& b) {
   std::vector<int64_t> out;
   for (const Expr& e : n.shape) {
@@ -222,8 +195,6 @@ std::vector<int64_t> eval_sizes(const Node& n, const Bindings& b) {
 
 }  // namespace
 
-bool solve_linear_size(const Expr& e, int64_t size, Bindings& b) { return try_solve(e, size, b); }
-
 Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs) {
   const std::vector<ValueId> ins = g.inputs();
   if (ins.size() != inputs.size())
@@ -240,39 +211,11 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs) {
                     "), got rank " + std::to_string(t.sizes.size()) + " (" + t.describe() + ")");
     if (t.strides.size() != t.sizes.size()) throw IRError(input_label(n) + ": tensor has " + t.describe());
   }
-  Bindings b;
-  // Bare symbols first, then linear forms, until nothing changes.
-  for (size_t k = 0; k < ins.size(); ++k) {
-    const Node& n = g.node(ins[k]);
-    for (size_t d = 0; d < n.shape.size(); ++d) {
-      const Expr& e = n.shape[d];
-      if (e.kind() != Expr::Kind::Sym) continue;
-      auto [it, fresh] = b.emplace(e.name(), inputs[k].sizes[d]);
-      if (!fresh && it->second != inputs[k].sizes[d])
-        throw IRError(input_label(n) + ": dim " + std::to_string(d) + " binds " + e.name() + " = " +
-                      std::to_string(inputs[k].sizes[d]) + ", but it is already " + std::to_string(it->second));
-    }
-  }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t k = 0; k < ins.size(); ++k) {
-      const Node& n = g.node(ins[k]);
-      for (size_t d = 0; d < n.shape.size(); ++d) changed |= try_solve(n.shape[d], inputs[k].sizes[d], b);
-    }
-  }
-  for (const std::string& s : g.symbols())
-    if (!b.count(s)) throw IRError("graph " + g.name() + ": symbol " + s + " is not determined by the input sizes");
-  for (size_t k = 0; k < ins.size(); ++k) {
-    const Node& n = g.node(ins[k]);
-    for (size_t d = 0; d < n.shape.size(); ++d) {
-      const int64_t want = n.shape[d].eval(b);
-      if (want != inputs[k].sizes[d])
-        throw IRError(input_label(n) + ": dim " + std::to_string(d) + " has size " +
-                      std::to_string(inputs[k].sizes[d]) + ", expected " +
-                      (n.shape[d].is_const() ? std::string() : n.shape[d].str() + " = ") + std::to_string(want));
-    }
-  }
-  return b;
+  std::vector<ShapeArg> args;
+  args.reserve(ins.size());
+  for (size_t k = 0; k < ins.size(); ++k) args.push_back(ShapeArg{&g.node(ins[k]), &inputs[k].sizes});
+  const std::set<std::string> need = symbols_needed_to_run(g);
+  return bind_shape_symbols(args, &need);
 }
 
 std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "autofuse/ir/bind_symbols.h"
 #include "autofuse/ir/graph.h"
 #include "autofuse/ir/precision.h"
 #include "autofuse/ir/symbolic.h"
@@ -26,17 +27,12 @@
 
 namespace autofuse {
 
-/// Bind the graph's size symbols from the actual input tensors: one tensor per graph input, in Graph::inputs() order.
-/// A dimension whose size expression is a symbol binds it; a dimension of the form k*s + c (k != 0) with one unbound
-/// symbol s is solved for s. Afterwards every input dimension must evaluate to the tensor's size.
-/// Throws IRError naming the input when the input count, a rank, a dtype or a size conflicts, or when a symbol used by
-/// the graph cannot be determined from the inputs.
+/// Bind the graph's size symbols from the actual input tensors: one tensor per graph input, in Graph::inputs() order,
+/// with the shared steps of ir/bind_symbols.h (bare symbols, then linear forms k*s + c; then every input dimension
+/// must evaluate to the tensor's size). Throws IRError naming the input when the input count, a rank, a dtype or a
+/// size conflicts, or when a symbol the graph evaluates (symbols_needed_to_run: not a symbol only in an input's
+/// `strides` hint) cannot be determined from the input sizes, naming the symbol and the input dim that uses it.
 Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs);
-
-/// Solve `size == e` for e's single unbound symbol when e is k*s + c (k != 0) and the solution is a whole number
-/// >= 0; binds it in b and returns true, else returns false and leaves b unchanged. Used by bind_symbols and by
-/// Kernel::bind (a kernel input of size s1 - 2, e.g. after a convolution, determines s1).
-bool solve_linear_size(const Expr& e, int64_t size, Bindings& b);
 
 /// The concrete sizes of every graph output under the bindings, in Graph::outputs() order.
 /// Throws IRError when a size evaluates negative or a symbol is unbound.

@@ -77,24 +77,26 @@ std::optional<std::string> impossible_reshape(const Shape& from, const Shape& to
 
 class Verifier {
  public:
-  explicit Verifier(const Graph& g) : g_(g) {}
+  Verifier(const Graph& g, const VerifyOptions& o) : g_(g), o_(o) {}
 
   void run() {
     if (!is_valid_graph_name(g_.name()))
       throw VerifyError(-1, "graph '" + g_.name() + "': invalid graph name; expected [A-Za-z_][A-Za-z0-9_.]*");
-    // Symbols a caller can bind: those in input shapes and strides (known from the input tensors) and in output
-    // shapes (a kernel subgraph may be given caller-allocated outputs whose sizes carry them).
+    // Symbols a run binds: those in input shapes (ir/bind_symbols.h), and in output shapes for a group's sub-graph
+    // (its caller allocates the outputs). Symbols in input strides only are remembered to name them in errors.
     const auto n_nodes = static_cast<ValueId>(g_.size());
     for (const auto& n : g_.nodes())
       if (n.op == OpKind::Input) {
         for (const auto& d : n.shape) d.collect_symbols(bound_);
         auto it = n.attrs.find("strides");
         if (const auto* st = it == n.attrs.end() ? nullptr : std::get_if<std::vector<Expr>>(&it->second))
-          for (const auto& d : *st) d.collect_symbols(bound_);
+          for (const auto& d : *st) d.collect_symbols(stride_only_);
       }
-    for (ValueId v : g_.outputs())
-      if (v >= 0 && v < n_nodes)
-        for (const auto& d : g_.node(v).shape) d.collect_symbols(bound_);
+    if (o_.output_shapes_bind)
+      for (ValueId v : g_.outputs())
+        if (v >= 0 && v < n_nodes)
+          for (const auto& d : g_.node(v).shape) d.collect_symbols(bound_);
+    for (const auto& s : bound_) stride_only_.erase(s);
     for (size_t i = 0; i < g_.size(); ++i) check_node(static_cast<ValueId>(i));
     for (size_t i = 0; i < g_.outputs().size(); ++i) {
       ValueId v = g_.outputs()[i];
@@ -147,17 +149,22 @@ class Verifier {
     }
     std::set<std::string> used;
     for (const auto& d : n.shape) d.collect_symbols(used);
-    for (const auto& [name, v] : n.attrs) collect_attr_symbols(v, used);
+    for (const auto& [name, v] : n.attrs)
+      if (n.op != OpKind::Input || name != "strides") collect_attr_symbols(v, used);  // a strides hint binds nothing
+    const std::string binders =
+        o_.output_shapes_bind ? "the graph's input shapes or output shapes" : "any graph input's shape";
     for (const auto& s : used)
       if (!bound_.count(s))
-        fail(id, "size symbol " + s +
-                     " is not bound by the graph's input shapes, input strides or output shapes; "
-                     "expected " +
-                     (bound_.empty() ? std::string("no symbols (they have none)") : "one of {" + join(bound_) + "}"));
+        fail(id, "size symbol " + s + " is not bound by " + binders +
+                     (stride_only_.count(s) ? " (it appears only in an input's strides, which bind nothing)" : "") +
+                     "; expected " +
+                     (bound_.empty() ? std::string("no symbols (they have none)") : "one of {" + join(bound_) + "}") +
+                     " (a run binds symbols from its input sizes)");
   }
 
   const Graph& g_;
-  std::set<std::string> bound_;
+  const VerifyOptions o_;
+  std::set<std::string> bound_, stride_only_;
   std::map<std::string, ValueId> names_;
 };
 
@@ -185,6 +192,6 @@ std::string node_header(const Graph& g, const Node& n) {
   return s + ")";
 }
 
-void verify(const Graph& g) { Verifier(g).run(); }
+void verify(const Graph& g, const VerifyOptions& options) { Verifier(g, options).run(); }
 
 }  // namespace autofuse

@@ -26,10 +26,18 @@ class VerifyError : public IRError {
 ///  - typing: the op table's infer_type (arity, attribute kinds, dtype and shape rules) accepts the node, and the
 ///    node's stored dtype and shape equal the inferred ones;
 ///  - inputs: strides (when given) have the shape's rank and no stride is provably negative;
-///  - symbols: every size symbol used anywhere appears in a graph input's shape or strides or in an output's shape
-///    (otherwise no caller could bind it);
+///  - symbols: every size symbol used anywhere appears in a graph input's shape, the one place a run binds symbols
+///    from (ir/bind_symbols.h); a symbol may also appear in an input's `strides` hint (a row pitch: the actual strides
+///    are read at run time), but that alone binds nothing, so it may be used nowhere else. With
+///    VerifyOptions::output_shapes_bind, an output's shape binds too (see there);
 ///  - outputs: every output is a value id of the graph.
-void verify(const Graph& g);
+struct VerifyOptions {
+  /// Count the symbols of output shapes as bound: for the sub-graph of a fusion group, whose caller allocates its
+  /// outputs from sizes known outside it (a lone iota whose length comes from another group's input). Off for whole
+  /// graphs: `reshape {shape=[s1, 4]}` with s1 in no input is an error there.
+  bool output_shapes_bind = false;
+};
+void verify(const Graph& g, const VerifyOptions& options = {});
 
 /// "%v = add(%a, %b)": how diagnostics name a node (input ids out of range print as "%?").
 std::string node_header(const Graph& g, const Node& n);

@@ -189,31 +189,25 @@ void launch_tiled(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
   parallel_for(s.rows, s.grain, [&](int64_t b0, int64_t b1) { fn(sz, st, dp, b0, b1, s.vblock, s.blk); });
 }
 
-}  // namespace autofuse
-
-namespace autofuse {
-
 void launch_rows_together(const std::vector<RowLaunch>& calls) {
-  // Row offsets of the calls in the combined index space; calls with no rows take no indices.
+  // Calls with no rows take no indices; call j's rows are [R_j, R_j + rows_j), R_j the rows of the calls before it.
+  // No per-launch storage (this runs on every concat-kernel launch, launch-cache hits included): each chunk walks the
+  // few calls from the first, adding up R_j as it goes.
   int64_t total = 0, grain = 0;
-  std::vector<int64_t> start(calls.size() + 1, 0);
-  for (size_t j = 0; j < calls.size(); ++j) {
-    start[j] = total;
-    const Schedule& s = calls[j].schedule;
-    if (s.rows <= 0) continue;
-    total += s.rows;
-    grain = grain == 0 ? s.grain : std::min(grain, s.grain);
+  for (const RowLaunch& c : calls) {
+    if (c.schedule.rows <= 0) continue;
+    total += c.schedule.rows;
+    grain = grain == 0 ? c.schedule.grain : std::min(grain, c.schedule.grain);
   }
-  start[calls.size()] = total;
   if (total == 0) return;
-  parallel_for(total, std::max<int64_t>(1, grain), [&](int64_t b0, int64_t b1) {
-    // The first call whose range ends after b0, then every call that overlaps [b0, b1).
-    size_t j = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b0) - start.begin()) - 1;
-    for (; j < calls.size() && start[j] < b1; ++j) {
+  parallel_for(total, std::max<int64_t>(1, grain), [&calls](int64_t b0, int64_t b1) {
+    int64_t start = 0;  // R_j
+    for (size_t j = 0; j < calls.size() && start < b1; ++j) {
       const RowLaunch& c = calls[j];
       if (c.schedule.rows <= 0) continue;
-      const int64_t lo = std::max(b0, start[j]) - start[j], hi = std::min(b1, start[j] + c.schedule.rows) - start[j];
+      const int64_t lo = std::max(b0, start) - start, hi = std::min(b1, start + c.schedule.rows) - start;
       if (lo < hi) c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk);
+      start += c.schedule.rows;
     }
   });
 }
