@@ -29,8 +29,9 @@ import torch.fx
 from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
-from .program_linear import LINEAR_FN, plan_linear
+from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, plan_linear
 from .program_outputs import plan_output_views
+from .program_inplace import aliased_reads, owned_bases, plan_inplace
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
 
@@ -123,7 +124,7 @@ class _Emitter:
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
                                         "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
-                                        "LIN": LINEAR_FN}
+                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN}
         self._consts: Dict[int, str] = {}
         self._specs: Dict[Any, str] = {}
 
@@ -376,6 +377,11 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         return _step_reads(lg, st, linear, specs)
 
     last_use = _last_uses(lg, steps, reads)
+    # kernel outputs written over an input read for the last time (program_inplace.py)
+    keep = graph_outputs | {v for pair in lg.mutations for v in pair} | set(expand) | set(expand.values())
+    keep |= set(lg.arg_nodes.values()) | set(lg.const_inputs) | {c[0] for c in lg.index_checks}
+    owned = owned_bases(lg, steps, views, out_views, lambda o: o not in layouts)
+    owned -= aliased_reads(lg, steps, reads)  # a host view or other extern of it may outlive its last read
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
     L.extend(_check_lines(lg, checked))
     launches = 0  # kernel steps: counted once per call, before the return
@@ -390,15 +396,26 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
         ins = ", ".join(e.view_spec(views.layout[i]) if spec and i in views.layout else f"v{i}" for i in st.inputs)
         if st.kind == "kernel":
             outs = []
+            over = None  # a dead input's buffer the single output is written over (program_inplace.py)
+            if owned and not any(o in layouts for o in st.outputs) and all(
+                    views.layout[out_views[o]][2] == _contiguous_strides(views.layout[out_views[o]][1])
+                    for o in st.outputs if o in out_views):
+                over = plan_inplace(lg, st, k, views, last_use, owned, keep, spec)
             for o in st.outputs:
                 n = lg.nodes[o]
                 layout = layouts.get(o)
                 static = all(isinstance(d, int) for d in n.shape)
                 outs.append(f"v{o}")
-                if o in out_views:  # allocated as the view its reader wants; the kernel gets a spec of it
+                if over is not None and o not in out_views:
+                    shape = tuple(int(d) for d in n.shape)
+                    L.append(f"    v{o} = RT(v{over}, {shape!r}, {_contiguous_strides(shape)!r}, 0)  # in place")
+                elif o in out_views:  # allocated as the view its reader wants; the kernel gets a spec of it
                     w = out_views[o]
                     _, sizes, strides, _ = views.layout[w]
-                    L.append(f"    v{w} = ESC({sizes!r}, {strides!r}, {e.const(n.dtype, 'D')})")
+                    if over is not None:  # row-major: the same memory as the dead input's
+                        L.append(f"    v{w} = RT(v{over}, {sizes!r}, {strides!r}, 0)  # in place")
+                    else:
+                        L.append(f"    v{w} = ESC({sizes!r}, {strides!r}, {e.const(n.dtype, 'D')})")
                     L.append(f"    v{o} = v{w}")
                     outs[-1] = e.view_spec((w, tuple(n.shape), _contiguous_strides(n.shape), 0))
                 elif layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost

@@ -22,6 +22,14 @@ is the whole base read row-major as (M, K) (offset 0, the base contiguous with l
 allocates it) and every reader of the matmul result is a folded view (program_views.reinterpret ignores its
 base's sizes: only the storage counts), never a kernel, extern, graph output, mutation or index check that would
 see the other rank.
+
+**Direct form** (session 8): when the weight's example tensor is contiguous ``(N, K)`` and all sizes are static, the
+line is ``MM(x2, RT(w, (K, N), (1, K), 0))`` (``ADDMM(b, x2, RT(...))`` with a bias), ``x2`` the 2-D input or
+``RT(x_base, (M, K), (K, 1), 0)``: the same ATen mm/addmm on the same operands as ``linear`` calls (bit-identical,
+tested), without linear's own dispatch of ``t``/``transpose``/``as_strided`` and ``matmul``'s ``view`` /
+``_unsafe_view`` (7 dispatcher calls fewer per matmul, what Inductor's wrapper does with ``reinterpret_tensor``).
+``RT`` reads the weight's storage at the call (a replaced ``.data`` is seen) with its offset added; a weight of other
+strides fails Dynamo's guards on the parameter and is recompiled, and then gets ``LIN``.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ import torch
 
 #: What generated programs call as ``LIN``: ATen's linear (C++, through the dispatcher; no Python frame).
 LINEAR_FN = torch._C._nn.linear
+#: What generated programs call as ``MM`` / ``ADDMM`` in the direct form (module doc): the C++ operators themselves.
+MM_FN = torch.ops.aten.mm.default._op
+ADDMM_FN = torch.ops.aten.addmm.default._op
 
 #: matmul target -> (index of the input operand, of the transposed weight, of the bias or None) in its FX args.
 _OPERANDS = {"aten.mm.default": (0, 1, None), "aten.addmm.default": (1, 2, 0)}
@@ -49,17 +60,29 @@ class LinearFold:
     bias: Any
     transpose: int
     x_base: Optional[int] = None
+    #: (M, K, N) when the direct form is emitted: ``MM(x2, RT(w, (K, N), (1, K), 0))`` (module doc), else None
+    direct: Optional[Tuple[int, int, int]] = None
 
     def line(self, v: int, arg) -> str:
         """The program line computing matmul node ``v`` (``arg``: the emitter's FX-argument formatter)."""
+        if self.direct is not None:
+            m, k, n = self.direct
+            x = f"RT(v{self.x_base}, ({m}, {k}), ({k}, 1), 0)" if self.x_base is not None else arg(self.x)
+            wt = f"RT(v{self.weight}, ({k}, {n}), (1, {k}), 0)"
+            if self.bias is not None:
+                return f"    v{v} = ADDMM({arg(self.bias)}, {x}, {wt})"
+            return f"    v{v} = MM({x}, {wt})"
         bias = f", {arg(self.bias)}" if self.bias is not None else ""
         x = f"v{self.x_base}" if self.x_base is not None else arg(self.x)
         return f"    v{v} = LIN({x}, v{self.weight}{bias})"
 
     def result_layout(self, lg, v: int) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
-        """(sizes, strides) of the tensor ``LIN`` returns for matmul node ``v`` under the input fold: the base's
-        leading sizes and the matmul's columns, contiguous."""
-        sizes = tuple(lg.nodes[self.x_base].shape[:-1]) + (lg.nodes[v].shape[-1],)
+        """(sizes, strides) of the tensor the matmul line returns for node ``v`` under the input fold: the base's
+        leading sizes and the matmul's columns (``LIN``), or the matmul's own (M, N) (the direct form), contiguous."""
+        if self.direct is not None:
+            sizes = (self.direct[0], self.direct[2])
+        else:
+            sizes = tuple(lg.nodes[self.x_base].shape[:-1]) + (lg.nodes[v].shape[-1],)
         strides, acc = [], 1
         for d in reversed(sizes):
             strides.append(acc)
@@ -112,8 +135,31 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
                 continue
             if readers.get(v, 0) == view_readers.get(v, 0) > 0:  # read through folded views only
                 fold.x_base = _whole_base(lg, lg.fx_value.get(fold.x), views)
+            fold.direct = _direct_sizes(lg, lg.nodes[v], fold)
             out[v] = fold
     return out
+
+
+def _direct_sizes(lg, n, fold: LinearFold) -> Optional[Tuple[int, int, int]]:
+    """(M, K, N) of matmul node ``n`` when the direct form applies: static sizes, and a weight whose example tensor
+    is contiguous (N, K) (Dynamo guards a parameter's sizes and strides, so a weight of other strides recompiles;
+    ``RT``'s offset adds to the weight's own storage offset); else None."""
+    shape = lg.nodes[fold.weight].shape
+    if len(shape) != 2 or len(n.shape) != 2 or not all(isinstance(d, int) for d in tuple(shape) + tuple(n.shape)):
+        return None
+    nn, k = int(shape[0]), int(shape[1])
+    fx = lg.nodes[fold.weight].fx
+    val = fx.meta.get("val") if fx is not None else None
+    if not isinstance(val, torch.Tensor) or tuple(val.shape) != (nn, k) or tuple(val.stride()) != (k, 1):
+        return None
+    m = int(n.shape[0])
+    if int(n.shape[1]) != nn:
+        return None
+    if fold.x_base is not None:
+        base = lg.nodes[fold.x_base].shape
+        if not all(isinstance(d, int) for d in base) or base[-1] != k:
+            return None
+    return m, k, nn
 
 
 def _whole_base(lg, xv: Any, views) -> Optional[int]:
