@@ -1,0 +1,671 @@
+// The CPU emitter's class (emit_kernel.cpp runs it; emit_pipeline.cpp adds the software-pipelined row loop of
+// multi-pass row kernels). Private to codegen/cpu: include only from its .cpp files.
+// GCC 12 reports a false -Wrestrict inside std::string concatenation at -O3 (GCC PR 105651).
+#pragma once
+#pragma GCC diagnostic ignored "-Wrestrict"
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autofuse/codegen/cpu/emit.h"
+
+namespace autofuse {
+namespace cpu_emit {
+
+inline bool is_cascade(OpKind k, DType in) { return is_cascade_sum(k, in); }
+
+/// Emits the C++ source of one kernel variant (emit_cpu_kernel). Loop structure: rows over the kept axes, one pass
+/// over the reduction axes per reduction stage, vector lanes along the innermost domain axis (across rows when it is
+/// kept, along the row when it is reduced).
+class Emitter {
+ public:
+  Emitter(const Graph& g, const LoopNest& nest, const EmitOptions& o)
+      : g_(g), nest_(nest), o_(o), r_(nest.rank), v_(nest.rank - 1), inner_(nest.inner_reduction) {
+    operand_of_input_.assign(g.size(), -1);
+    outputs_of_.assign(g.size(), {});
+    for (int k = 0; k < static_cast<int>(nest.operands.size()); ++k) {
+      if (k < nest.num_inputs)
+        operand_of_input_[nest.operands[k]] = k;
+      else
+        outputs_of_[nest.operands[k]].push_back(k);
+    }
+    cur_.assign(nest.operands.size(), "0");
+    in_scope_.assign(static_cast<size_t>(r_), false);
+    num_passes_ = nest.num_stages;
+    for (ValueId out : g.outputs())
+      if (!val(out).kept) num_passes_ = std::max(num_passes_, val(out).stage + 1);
+    if (nest.reduce_axes().empty()) num_passes_ = std::max(num_passes_, 1);
+    plan_stash();
+    plan_prefetch();
+    if (inner_) rcp_ = divisors_with_reciprocal(g, nest);
+    nonan_max_ = row_max_without_nan_select(g, nest);
+    bounds_ = softmax_value_bounds(g);
+    plan_pipeline();
+  }
+
+  std::string run() {
+    out_ << "// precision policy: " << precision_policy_name(o_.precision) << "\n";
+    out_ << "#define AF_W " << o_.lanes << "\n" << af_kernel_header_text() << "\n";
+    if (o_.outer) out_ << outer_helpers_text() << "\n";
+    out_ << "// Kernel " << g_.name() << ": domain rank " << r_ << ", reduce axes {";
+    for (int a : nest_.reduce_axes()) out_ << " " << a;
+    out_ << " }, " << (inner_ ? "inner" : "outer/no") << " reduction, " << nest_.num_stages << " stage(s), "
+         << num_passes_ << " pass(es) per row\n";
+    out_ << "extern \"C\" void " << o_.func_name
+         << "(const int64_t* __restrict sz, const int64_t* __restrict st, void* const* data, int64_t row_begin, "
+            "int64_t row_end, int64_t vblock, int64_t blk) {\n";
+    ind_ = 1;
+    for (int a = 0; a < r_; ++a) line("const int64_t n" + s(a) + " = sz[" + s(a) + "];");
+    for (size_t k = 0; k < nest_.operands.size(); ++k) {
+      const Node& nd = g_.node(nest_.operands[k]);
+      const bool is_in = static_cast<int>(k) < nest_.num_inputs;
+      if (const OuterReduction* r = outer_of(k))
+        line(outer_operand_decl(*r, k));
+      else
+        line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
+             (is_in ? "const " : "") + storage_ctype(nd.dtype) + "*)data[" + s(k) + "];");
+      for (int a = 0; a < r_; ++a)
+        if (op_varies(k, a)) line("const int64_t s" + s(k) + "_" + s(a) + " = st[" + s(k * r_ + a) + "];");
+    }
+    std::string rn = "1";
+    for (int a : nest_.reduce_axes()) rn += " * n" + s(a);
+    line("const int64_t rn = " + rn + ";  // elements reduced per output");
+    line("(void)rn; (void)vblock; (void)blk;");
+    emit_stash_decls();
+    if (!inner_)
+      emit_rows_vec_kept();
+    else
+      emit_rows_vec_reduced();
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  template <class I>
+  static std::string s(I x) {
+    return std::to_string(x);
+  }
+  const ValuePlacement& val(ValueId id) const { return nest_.values[static_cast<size_t>(id)]; }
+  /// The outer (cross-row) reduction whose partials operand k is, or null (emit_outer.cpp).
+  const OuterReduction* outer_of(size_t k) const {
+    if (!o_.outer) return nullptr;
+    const size_t first = nest_.operands.size() - o_.outer->reductions.size();
+    return k >= first ? &o_.outer->reductions[k - first] : nullptr;
+  }
+  bool op_varies(size_t k, int a) const { return val(nest_.operands[k]).varies[static_cast<size_t>(a)]; }
+  void line(const std::string& l) { out_ << std::string(static_cast<size_t>(ind_) * 2, ' ') << l << "\n"; }
+  void open(const std::string& l) {
+    line(l + " {");
+    ++ind_;
+  }
+  void close() {
+    --ind_;
+    line("}");
+  }
+
+  /// Declare, for every operand, the offset after adding index i<a> along axis a (if the operand varies there).
+  void advance_offsets(int a, const std::string& prefix) {
+    for (size_t k = 0; k < cur_.size(); ++k) {
+      if (!op_varies(k, a)) continue;
+      std::string name = prefix + s(k) + "_" + s(a);
+      line("const int64_t " + name + " = " + cur_[k] + " + i" + s(a) + " * s" + s(k) + "_" + s(a) + ";");
+      cur_[k] = name;
+    }
+    in_scope_[static_cast<size_t>(a)] = true;
+  }
+
+  /// Decompose the row index over `axes` (innermost last) and set the row offsets.
+  void decompose_row(const std::vector<int>& axes) {
+    for (size_t j = axes.size(); j-- > 0;) {
+      int a = axes[j];
+      line("const int64_t i" + s(a) + " = rest % n" + s(a) + "; rest /= n" + s(a) + ";");
+    }
+    for (int a : axes) advance_offsets(a, "ob");
+  }
+
+  // Case (a): the vectorized axis is kept (elementwise kernels, outer reductions). A row is a kept outer index and a
+  // block of vblock elements of the vector axis; lanes run across the vector axis.
+  void emit_rows_vec_kept() {
+    std::vector<int> ko;
+    for (int a : nest_.kept_axes())
+      if (a != v_) ko.push_back(a);
+    line("const int64_t nvb = (n" + s(v_) + " + vblock - 1) / vblock;");
+    // An operand read lane by lane (strided along the vector axis, e.g. a transposed input) is read cache-line-wise
+    // along some outer axis; rows then run column-block-major (the vector block outermost, the outer index fastest)
+    // so that consecutive rows reuse the same vblock cache lines of that operand (see column_block_schedule).
+    const bool column_major = strided_vector_operand(nest_, o_);
+    if (column_major) {
+      std::string nko = "1";
+      for (int a : ko) nko += " * n" + s(a);
+      line("const int64_t nko = " + nko + ";");
+    }
+    open("for (int64_t row = row_begin; row < row_end; ++row)");
+    line(column_major ? "int64_t rest = row % nko;" : "int64_t rest = row;");
+    line(column_major ? "const int64_t vb = row / nko;" : "const int64_t vb = rest % nvb; rest /= nvb;");
+    decompose_row(ko);
+    line("(void)rest;");
+    line("const int64_t vbeg = vb * vblock, vend = af_imin<int64_t>(n" + s(v_) + ", vbeg + vblock);");
+    const std::string iv = "i" + s(v_);
+    line("int64_t " + iv + " = vbeg;");
+    auto saved = cur_;
+    for (int tail = 0; tail < 2; ++tail) {
+      if (!tail)
+        open("for (; " + iv + " + AF_W <= vend; " + iv + " += AF_W)");
+      else
+        open("if (" + iv + " < vend)");
+      line(std::string("const int64_t n = ") + (tail ? "vend - " + iv : "AF_W") + ";");
+      cur_ = saved;
+      for (size_t k = 0; k < cur_.size(); ++k) {
+        if (!op_varies(k, v_)) continue;
+        std::string name = "oc" + s(k);
+        line("const int64_t " + name + " = " + cur_[k] + " + " + iv + " * s" + s(k) + "_" + s(v_) + ";");
+        cur_[k] = name;
+      }
+      in_scope_[static_cast<size_t>(v_)] = true;
+      emit_passes();
+      close();
+    }
+    close();
+  }
+
+  // Case (b): the vectorized axis is reduced (softmax, layer norm, sum(-1)). A row is one kept index; lanes run
+  // along the row, combined horizontally at the end of each pass.
+  void emit_rows_vec_reduced() {
+    if (pipelined_) {  // compiled only with -DAF_PIPELINE_ROWS (emit_pipeline.cpp: not yet faster by default)
+      line("#ifdef AF_PIPELINE_ROWS");
+      emit_pipelined_rows();
+      line("else");
+      line("#endif");
+      open("");
+    }
+    open("for (int64_t row = row_begin; row < row_end; ++row)");
+    line("int64_t rest = row;");
+    decompose_row(nest_.kept_axes());
+    line("(void)rest;");
+    if (prefetch_next_row()) emit_next_row_offsets();
+    emit_passes();
+    close();
+    if (pipelined_) close();
+  }
+
+  // The software-pipelined row loop (emit_pipeline.cpp): one loop over the columns computes pass P of row t - P + 1,
+  // ..., pass 1 of row t, so DRAM sees one continuous stream of reads and writes.
+  void plan_pipeline();
+  void emit_pipelined_rows();
+  void emit_pipe_step_loop(const std::vector<std::vector<std::string>>& pass_cur);
+  void emit_pipe_pass_part(int p, const std::vector<std::string>& cur, bool tail, int chain, bool blocked);
+  void emit_pipe_carried_loads(int p);
+  bool pass_chained(int p) const;
+  bool pass_costly(int p) const;
+
+  // The row stash. A multi-pass row reduction recomputes every full value a later pass needs (softmax: exp(x - max)
+  // in the sum pass and again in the output pass). Values whose computation includes a transcendental function are
+  // instead stored, in the pass that first computes them, into a per-call stack buffer indexed by the position in
+  // the row, and loaded from it by later passes (bit-identical: the same vector is stored and loaded). Only when the
+  // vector axis is the only reduce axis, and only for rows whose stashed values fit the buffer (AF_STASH_BYTES, so
+  // the stash stays in L2); longer rows recompute (the kernel checks the row length at run time).
+  static constexpr int64_t kStashBytes = 64 * 1024;
+
+  bool is_stashed(size_t i) const { return stash_pass_[i] > 0; }
+
+  std::vector<bool> needed_in_pass(int p, bool stash) const {
+    return full_values_needed(g_, nest_, p, stash ? &stash_pass_ : nullptr);
+  }
+
+  void plan_stash() { stash_pass_ = plan_row_stash(g_, nest_, num_passes_); }
+
+  /// The stash buffer, its use flag for this call, and one pointer `st<id>` per stashed value.
+  void emit_stash_decls() {
+    for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) line(l);
+  }
+
+  // Prefetching the next row. A multi-pass row reduction (softmax, layer norm) reads its row from DRAM in pass 1
+  // and from cache afterwards, so DRAM idles while the later passes compute. When the only reduce axis is the
+  // vector axis, one later pass prefetches the next row's inputs (one prefetch per vector of each unit-stride input
+  // that varies along the row and from row to row), overlapping that row's DRAM reads with this row's computation.
+  // The pass is the one computing the most transcendental functions (the longest), else the last one; measured on
+  // the bench's softmax and layer_norm (2026-11-29, docs/codegen.md), prefetching in every later pass was slower for
+  // layer_norm and no better for softmax.
+  bool prefetch_next_row() const {
+    const std::vector<int> ra = nest_.reduce_axes();
+    return inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_ && !prefetched_operands().empty();
+  }
+  // Outputs written along the row are prefetched for writing too (prefetchw: the next row's lines are owned before
+  // the stores, whose read-for-ownership misses otherwise serialise after the reads): softmax bf16 +5-9 points of
+  // copy bandwidth in interleaved runs at load 10 (docs/codegen.md).
+  std::vector<size_t> prefetched_operands() const {
+    std::vector<size_t> ks;
+    for (size_t k = 0; k < nest_.operands.size(); ++k) {
+      if (outer_of(k)) continue;
+      bool per_row = false;
+      for (int a : nest_.kept_axes()) per_row = per_row || op_varies(k, a);
+      if (op_varies(k, v_) && per_row && o_.unit_inner[k]) ks.push_back(k);
+    }
+    return ks;
+  }
+  void plan_prefetch() {
+    prefetch_pass_ = 0;
+    if (!prefetch_next_row()) return;
+    int best = 0;
+    prefetch_pass_ = num_passes_;
+    for (int p = 2; p <= num_passes_; ++p) {  // the first pass with the most transcendental functions, else the last
+      const std::vector<bool> need = needed_in_pass(p, true);
+      int t = 0;
+      for (size_t i = 0; i < g_.size(); ++i)
+        if (need[i] && !(is_stashed(i) && stash_pass_[i] < p) && is_transcendental(g_.node(static_cast<ValueId>(i)).op))
+          ++t;
+      if (t > best) best = t, prefetch_pass_ = p;
+    }
+  }
+  /// `pn<k>`: operand k's offset of the next row (this row's at the last row of the call).
+  void emit_next_row_offsets() {
+    const std::vector<int> ko = nest_.kept_axes();
+    line("int64_t nrest = row + AF_PF_AHEAD < row_end ? row + AF_PF_AHEAD : row;");
+    for (size_t j = ko.size(); j-- > 0;)
+      line("const int64_t j" + s(ko[j]) + " = nrest % n" + s(ko[j]) + "; nrest /= n" + s(ko[j]) + ";");
+    line("(void)nrest;");
+    for (size_t k : prefetched_operands()) {
+      std::string e = "0";
+      for (int a : ko)
+        if (op_varies(k, a)) e += " + j" + s(a) + " * s" + s(k) + "_" + s(a);
+      line("const int64_t pn" + s(k) + " = " + e + ";");
+    }
+  }
+  void emit_prefetches() {
+    for (size_t k : prefetched_operands())
+      line("__builtin_prefetch(p" + s(k) + " + pn" + s(k) + " + i" + s(v_) + ", " +
+           (static_cast<int>(k) < nest_.num_inputs ? "0" : "1") + ", 3);");
+  }
+
+  // Prefetching ahead along the row. A one-pass row reduction (sum over the last axis) reads each row once, as one
+  // stream; its compute per byte is small but not zero (bf16: a widening load and an add per 32 bytes), and the
+  // hardware prefetcher alone left bf16 sum_last at 72-87% of copy where prefetching AF_PF_DIST (1 KiB) ahead of each
+  // vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md).
+  bool prefetch_ahead() const {
+    const std::vector<int> ra = nest_.reduce_axes();
+    return inner_ && num_passes_ == 1 && ra.size() == 1 && ra[0] == v_;
+  }
+  void emit_prefetches_ahead() {
+    for (size_t k : prefetched_operands())
+      if (static_cast<int>(k) < nest_.num_inputs)
+        line("__builtin_prefetch((const char*)(p" + s(k) + " + " + cur_[k] + ") + AF_PF_DIST, 0, 3);");
+  }
+
+  void emit_passes() {
+    emit_kept(0);
+    for (int p = 1; p <= num_passes_; ++p) {
+      line("// pass " + s(static_cast<int64_t>(p)));
+      emit_pass(p);
+    }
+  }
+
+  std::vector<std::pair<ValueId, bool>> accumulating(int p) const { return pass_reductions(g_, nest_, p); }
+
+  std::string acc_type(const Node& nd) const { return reduction_acc_ctype(g_, nd); }
+  std::string main_type(const Node& nd) const { return reduction_main_ctype(g_, nd); }
+
+  std::string acc_init(const Node& nd) const { return reduction_init(g_, nd); }
+
+  void emit_pass(int p) {
+    auto accs = accumulating(p);
+    bool cascade = false;
+    for (auto& [id, mean_pass] : accs) {
+      const Node& nd = g_.node(id);
+      const std::string mt = main_type(nd);
+      const std::string nm = (mean_pass ? "am" : "a") + s(static_cast<int64_t>(id));
+      line("vec<" + mt + "> " + nm + " = " + (mt == acc_type(nd) ? acc_init(nd) : "vec<" + mt + ">{}") + ";");
+      if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin)
+        line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
+      cascade = cascade || is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
+    }
+    // Full values needed in this pass; with the row stash, stashed values of earlier passes are loaded instead.
+    const std::vector<bool> need = needed_in_pass(p, false);
+    const std::vector<bool> need_st = needed_in_pass(p, true);
+    bool uses_stash = false;
+    for (size_t i = 0; i < g_.size(); ++i) uses_stash = uses_stash || (need_st[i] && is_stashed(i));
+    auto saved = cur_;
+    auto saved_scope = in_scope_;
+    if (uses_stash) {
+      open("if (af_use_stash)");
+      emit_pass_loops(p, accs, need_st, cascade, true);
+      cur_ = saved;
+      in_scope_ = saved_scope;
+      close();
+      open("else");
+    }
+    emit_pass_loops(p, accs, need, cascade, false);
+    if (uses_stash) close();
+    cur_ = saved;
+    in_scope_ = saved_scope;
+    finalize(p, accs);
+    emit_kept(p);
+  }
+
+  /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail.
+  void emit_pass_loops(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
+                       bool cascade, bool stash_mode) {
+    std::vector<int> ra = nest_.reduce_axes();
+    open("");
+    int open_loops = 0;
+    std::string rl = "0";
+    const size_t n_scalar = ra.empty() ? 0 : (inner_ ? ra.size() - 1 : ra.size());
+    const size_t n_open = (!inner_ && cascade && n_scalar > 0) ? n_scalar - 1 : n_scalar;
+    for (size_t j = 0; j < n_open; ++j) {
+      int a = ra[j];
+      open("for (int64_t i" + s(a) + " = 0; i" + s(a) + " < n" + s(a) + "; ++i" + s(a) + ")");
+      ++open_loops;
+      line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + i" + s(a) + "; (void)rl" + s(a) + ";");
+      rl = "rl" + s(a);
+      advance_offsets(a, "o");
+    }
+    // The innermost reduction loop, blocked for cascade summation when the pass has float sums. Along the row, the
+    // loop is unrolled by kRowChains vectors, vector u of each step accumulating into chain u (independent
+    // dependency chains: a sum or max otherwise waits for the previous add or compare-and-select), then a loop of
+    // single vectors (chain 0) and the masked tail (chain 0). The chains are folded in order 0, 1, 2, 3.
+    // Passes computing a transcendental function stay rolled (one chain): the function's throughput hides the add
+    // latency, and four copies of its inline code doubled a softmax's compile time (0.19 -> 0.40 s).
+    bool costly = false;
+    for (size_t i = 0; i < g_.size(); ++i)
+      costly = costly || (need[i] && !(stash_mode && is_stashed(i) && stash_pass_[i] < p) &&
+                          is_transcendental(g_.node(static_cast<ValueId>(i)).op));
+    const bool chains = chained(accs) && !costly;
+    for (auto& [id, mp] : accs) {
+      const Node& nd = g_.node(id);
+      if (!chains || !has_row_chains(nd.op, g_.node(nd.inputs[0]).dtype) ||
+          is_cascade(nd.op, g_.node(nd.inputs[0]).dtype))
+        continue;
+      const std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+      line("vec<" + acc_type(nd) + "> " + chain_decls(nm, nm) + ";");
+    }
+    const bool has_inner = ra.size() > 0 && (inner_ || cascade);
+    if (has_inner) {
+      int a = inner_ ? v_ : ra[n_scalar - 1];
+      const std::string ia = "i" + s(a), na = "n" + s(a);
+      const std::string step = inner_ ? "AF_W" : "1";
+      if (cascade) {
+        open("for (int64_t bb = 0; bb < " + na + "; bb += blk * " + step + ")");
+        line("const int64_t be = af_imin<int64_t>(" + na + ", bb + blk * " + step + ");");
+        for (auto& [id, mp] : accs)
+          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
+            const std::string b = std::string("b") + (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+            line("vec<" + acc_type(g_.node(id)) + "> " + b + " = {}" + (chains ? ", " + chain_decls(b, "{}") : "") +
+                 ";");
+          }
+      } else {
+        line("const int64_t bb = 0, be = " + na + ";");
+      }
+      line("int64_t " + ia + " = bb;");
+      auto before = cur_;
+      auto body = [&](bool tail, int chain) {
+        if (inner_) line(std::string("const int64_t n = ") + (tail ? "be - " + ia : "AF_W") + ";");
+        line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + " + ia + "; (void)rl" + s(a) + ";");
+        cur_ = before;
+        advance_offsets(a, "o");
+        emit_pass_body(p, accs, need, cascade, tail, "rl" + s(a), stash_mode, chain);
+      };
+      if (chains) {
+        open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
+        for (int c = 0; c < kRowChains; ++c) {
+          open("");
+          body(false, c);
+          line(ia + " += AF_W;");
+          close();
+        }
+        close();
+      }
+      for (int tail = 0; tail < (inner_ ? 2 : 1); ++tail) {
+        if (!tail)
+          open("for (; " + ia + " + " + step + " <= be; " + ia + " += " + step + ")");
+        else
+          open("if (" + ia + " < be)");
+        body(tail == 1, 0);
+        close();
+      }
+      if (cascade) {
+        for (auto& [id, mp] : accs)
+          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
+            std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+            const std::string mt = main_type(g_.node(id));
+            auto wide = [&](const std::string& b) {
+              return mt == acc_type(g_.node(id)) ? b : "__builtin_convertvector(" + b + ", vec<" + mt + ">)";
+            };
+            std::string e = nm + " + " + wide("b" + nm);
+            for (int c = 1; chains && c < kRowChains; ++c) e += " + " + wide(chain_name("b" + nm, c));
+            line(nm + " = " + e + ";");
+          }
+        close();
+      }
+    } else {
+      emit_pass_body(p, accs, need, false, false, rl, stash_mode, 0);
+    }
+    for (auto& [id, mp] : accs) {  // fold the chains of amax / amin
+      const Node& nd = g_.node(id);
+      if (!chains || !has_row_chains(nd.op, g_.node(nd.inputs[0]).dtype) ||
+          is_cascade(nd.op, g_.node(nd.inputs[0]).dtype))
+        continue;
+      const std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
+      const std::string f = nd.op == OpKind::Amax ? "af_max<" + acc_type(nd) + ">" : "af_min<" + acc_type(nd) + ">";
+      line(nm + " = " + f + "(" + f + "(" + nm + ", " + chain_name(nm, 1) + "), " + f + "(" + chain_name(nm, 2) + ", " +
+           chain_name(nm, 3) + "));");
+      static_assert(kRowChains == 4, "the amax/amin fold above names four chains");
+    }
+    for (int l = 0; l < open_loops; ++l) close();
+    close();
+  }
+
+  void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
+                      bool cascade, bool tail, const std::string& rl, bool stash_mode, int chain) {
+    if (!tail && p == prefetch_pass_ && !in_pipeline_) emit_prefetches();
+    if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead();
+    for (size_t i = 0; i < g_.size(); ++i) {
+      if (!need[i]) continue;
+      const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl,
+                        ct = compute_ctype(g_.node(static_cast<ValueId>(i)).dtype);
+      if (stash_mode && is_stashed(i) && stash_pass_[i] < p) {
+        line("const vec<" + ct + "> " + var + " = af_ld<" + ct + ", " + ct + ">(" + sp + ");  // from the row stash");
+        continue;
+      }
+      emit_value(static_cast<ValueId>(i));
+      if (stash_mode && is_stashed(i) && stash_pass_[i] == p)
+        line("af_st<" + ct + ", " + ct + ">(" + sp + ", " + var + ");");
+    }
+    for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl, chain);
+    for (ValueId outv : g_.outputs())
+      if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
+  }
+
+  /// Accumulate reduction id's input into its accumulator: `chain` (0 .. kRowChains - 1) picks one of the
+  /// independent accumulators of a chained row reduction (has_row_chains) in the unrolled row loop; others use 0.
+  void emit_accumulate(ValueId id, bool mean_pass, bool cascade, bool tail, const std::string& rl, int chain) {
+    const Node& nd = g_.node(id);
+    const DType in_t = g_.node(nd.inputs[0]).dtype;
+    const std::string at = acc_type(nd), ct = compute_ctype(in_t);
+    const std::string x = "x" + s(static_cast<int64_t>(nd.inputs[0]));
+    const std::string sid = s(static_cast<int64_t>(id));
+    const std::string base = (mean_pass ? "am" : "a") + sid;
+    const std::string tgt0 = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
+    const std::string tgt = chain_name(tgt0, has_row_chains(nd.op, in_t) ? chain : 0);
+    std::string xv = x;
+    if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct)
+      xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
+    if (nd.op == OpKind::Any || nd.op == OpKind::All) xv = "af_nz<" + ct + ">(" + x + ")";
+    const std::string mask = "af_nlanes<" + at + ">(n)";
+    if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) {
+      const std::string idx =
+          inner_ ? "(af_splat<int64_t>(" + rl + ") + af_iota<int64_t>())" : "af_splat<int64_t>(" + rl + ")";
+      open("");
+      line("mask_t<" + at + "> m = af_argbetter<" + at + ">(" + xv + ", " + tgt + ", " +
+           (nd.op == OpKind::Argmax ? "true" : "false") + ");");
+      if (tail) line("m &= " + mask + ";");
+      line(tgt + " = m ? " + xv + " : " + tgt + ";");
+      line("ai" + sid + " = __builtin_convertvector(m, vec<int64_t>) ? " + idx + " : ai" + sid + ";");
+      close();
+      return;
+    }
+    const std::string nv = nonan_max_[static_cast<size_t>(id)]
+                               ? "af_max_nonan<" + at + ">(" + tgt + ", " + xv + ")"
+                               : reduction_update(nd, at, tgt, xv, "mu" + sid, mean_pass);
+    if (tail)
+      line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
+    else
+      line(tgt + " = " + nv + ";");
+  }
+  /// The name of accumulator `acc`'s chain c (c = 0: `acc` itself, else acc_2 .. acc_<kRowChains>).
+  static std::string chain_name(const std::string& acc, int c) { return c ? acc + "_" + s(c + 1) : acc; }
+  /// Whether the row loop of a pass accumulating `accs` is unrolled into kRowChains chains.
+  bool chained(const std::vector<std::pair<ValueId, bool>>& accs) const {
+    if (!inner_) return false;
+    for (auto& [id, mp] : accs)
+      if (has_row_chains(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) return true;
+    return false;
+  }
+  /// "acc_2 = init, ..., acc_<kRowChains> = init" for the extra chains of accumulator `acc`.
+  static std::string chain_decls(const std::string& acc, const std::string& init) {
+    std::string d;
+    for (int c = 1; c < kRowChains; ++c) d += (c > 1 ? ", " : "") + chain_name(acc, c) + " = " + init;
+    return d;
+  }
+
+  /// After pass p: reduce results of stage p (and var means for pass p + 1), as kept values.
+  void finalize(int p, const std::vector<std::pair<ValueId, bool>>& accs) {
+    for (auto& [id, mp] : accs) {
+      const Node& nd = g_.node(id);
+      const std::string at = main_type(nd), sid = s(static_cast<int64_t>(id));
+      const std::string nm = (mp ? "am" : "a") + sid;
+      const std::string h = horizontal_reduction(nd.op, at, nm, "ai" + sid);
+      const bool is_arg = nd.op == OpKind::Argmax || nd.op == OpKind::Argmin;
+      const std::string rt = is_arg ? "int64_t" : at;
+      std::string e = inner_ ? "af_splat<" + rt + ">(" + h + ")" : (is_arg ? "ai" + sid : nm);
+      if (mp) {
+        const std::string ct = acc_type(nd);
+        std::string mu = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
+        if (ct != at) mu = "__builtin_convertvector(" + mu + ", vec<" + ct + ">)";
+        line("const vec<" + ct + "> mu" + sid + " = " + mu + ";");
+        continue;
+      }
+      if (nd.op == OpKind::Mean) e = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
+      if (nd.op == OpKind::Var) {
+        const std::string c = s(attr_int(nd.attrs, "correction"));
+        e = "(" + e + " / af_splat<" + at + ">((" + at + ")(rn - " + c + " > 0 ? rn - " + c + " : 0)))";
+      }
+      const std::string oct = compute_ctype(nd.dtype);
+      if (oct != rt) e = "__builtin_convertvector(" + e + ", vec<" + oct + ">)";
+      red_value_[id] = rounded_to(implicit_rounding_dtype(nd.dtype, o_.precision), e);
+    }
+    (void)p;
+  }
+
+  /// Kept values of stage p (computed once per row, or per lane group when the vector axis is kept) and the kept
+  /// outputs among them.
+  void emit_kept(int p) {
+    for (size_t i = 0; i < g_.size(); ++i) {
+      const ValuePlacement& vp = val(static_cast<ValueId>(i));
+      if (!vp.kept || vp.stage != p) continue;
+      emit_value(static_cast<ValueId>(i));
+    }
+    for (ValueId outv : g_.outputs())
+      if (val(outv).kept && val(outv).stage == p) emit_stores(outv);
+  }
+
+  void emit_value(ValueId id) {
+    const Node& nd = g_.node(id);
+    const std::string ct = compute_ctype(nd.dtype);
+    const std::string var = "x" + s(static_cast<int64_t>(id));
+    std::string e;
+    if (nd.op == OpKind::Input) {
+      int k = operand_of_input_[static_cast<size_t>(id)];
+      const std::string st = storage_ctype(nd.dtype);
+      const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
+      if (!val(id).varies[static_cast<size_t>(v_)])
+        e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
+      else if (o_.unit_inner[static_cast<size_t>(k)])
+        e = "af_ldu<" + ct + ", " + st + ">(" + ptr + ", n)";
+      else
+        e = "af_ldn<" + ct + ", " + st + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n)";
+    } else if (nd.info().category == OpCategory::Reduce) {
+      e = red_value_.at(id);
+    } else if (nd.op == OpKind::Iota) {
+      const ValuePlacement& vp = val(id);
+      std::string idx = "vec<int64_t>{}";
+      if (!vp.axis_of_dim.empty() && vp.varies[static_cast<size_t>(vp.axis_of_dim[0])]) {
+        int a = vp.axis_of_dim[0];
+        idx = a == v_ ? "(af_splat<int64_t>(i" + s(a) + ") + af_iota<int64_t>())" : "af_splat<int64_t>(i" + s(a) + ")";
+      }
+      e = "(af_splat<int64_t>(" + s(attr_int(nd.attrs, "start")) + ") + af_splat<int64_t>(" +
+          s(attr_int(nd.attrs, "step")) + ") * " + idx + ")";
+      if (ct != "int64_t") e = "__builtin_convertvector(" + e + ", vec<" + ct + ">)";
+      e = rounded_to(nd.dtype, e);  // a source: its values are values of its dtype
+    } else {
+      std::vector<std::string> args;
+      for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
+      const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
+      const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
+      e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
+    }
+    line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
+    // A per-row divisor's lanes are all equal: one scalar division (vdivps on a splat was ~10% of a short softmax).
+    if (!rcp_.empty() && rcp_[static_cast<size_t>(id)])
+      line("const vec<float> " + var + "_r = af_splat<float>(1.0f / " + var + "[0]);");
+  }
+
+  void emit_stores(ValueId id) {
+    const Node& nd = g_.node(id);
+    const ValuePlacement& vp = val(id);
+    const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype);
+    const std::string var = "x" + s(static_cast<int64_t>(id));
+    for (int k : outputs_of_[static_cast<size_t>(id)]) {
+      if (const OuterReduction* r = outer_of(static_cast<size_t>(k))) {
+        line(outer_accumulate(*r, "p" + s(k) + " + " + cur_[static_cast<size_t>(k)], var, vp.kept ? "1" : "n"));
+        continue;
+      }
+      std::vector<std::string> guards;
+      for (int a = 0; a < r_; ++a) {
+        if (vp.varies[static_cast<size_t>(a)] || !in_scope_[static_cast<size_t>(a)]) continue;
+        if (nest_.domain[static_cast<size_t>(a)].as_const() == std::optional<int64_t>(1)) continue;
+        guards.push_back("i" + s(a) + " == 0");
+      }
+      const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
+      std::string stmt;
+      if (!vp.varies[static_cast<size_t>(v_)])
+        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
+      else if (o_.unit_inner[static_cast<size_t>(k)])
+        stmt = "af_stu<" + st + ", " + ct + ">(" + ptr + ", n, " + var + ");";
+      else
+        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n, " +
+               var + ");";
+      if (!guards.empty()) {
+        std::string c;
+        for (size_t j = 0; j < guards.size(); ++j) c += (j ? " && " : "") + guards[j];
+        stmt = "if (" + c + ") { " + stmt + " }";
+      }
+      line(stmt);
+    }
+  }
+
+  const Graph& g_;
+  const LoopNest& nest_;
+  const EmitOptions& o_;
+  const int r_, v_;
+  const bool inner_;
+  int num_passes_ = 1;
+  std::vector<int> operand_of_input_;
+  std::vector<std::vector<int>> outputs_of_;
+  std::vector<std::string> cur_;
+  std::vector<bool> in_scope_;
+  std::map<ValueId, std::string> red_value_;
+  int prefetch_pass_ = 0;           // the pass that prefetches the next row (0: none)
+  std::vector<int> stash_pass_;     // per value: the pass that stores it into the row stash (0: not stashed)
+  std::vector<bool> rcp_;           // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
+  std::vector<bool> nonan_max_;     // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
+  std::vector<ValueBound> bounds_;  // per value: its proven sign or range (softmax_value_bounds)
+  bool pipelined_ = false;          // a pipelined row loop is emitted (plan_pipeline)
+  bool in_pipeline_ = false;        // emitting it now (the passes' own next-row prefetches are off)
+  std::vector<int> carry_until_;    // per kept value of stage >= 1: the last pass that reads it (0: not carried)
+  std::ostringstream out_;
+  int ind_ = 0;
+};
+
+}  // namespace cpu_emit
+}  // namespace autofuse
