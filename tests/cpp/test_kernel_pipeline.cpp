@@ -1,5 +1,6 @@
-// The software-pipelined row loop of multi-pass row kernels (codegen/cpu/emit_pipeline.cpp), compiled only with
-// -DAF_PIPELINE_ROWS: it must give the same bits as the row-by-row loop (the default build of the same source) for
+// The software-pipelined row loop of multi-pass row kernels (codegen/cpu/emit_pipeline.cpp; on by default for
+// softmax-like kernels, else with -DAF_PIPELINE_ROWS): it must give the same bits as the row-by-row loop (the same
+// source built with -DAF_NO_PIPELINE_ROWS) for
 // every row length around the vector, chain-group and cascade-block boundaries, 1, 2, 3 and 7 rows (rows split over
 // the threads, so each thread's pipeline has its own prologue and epilogue), NaN / +inf / -inf / all -inf rows,
 // f32 / bf16 / f16, rows with a gap between them, 0-size tensors, and graphs with per-row outputs and
@@ -118,6 +119,12 @@ const PipeGraph kGraphs[] = {
      1},
 };
 
+/// Whether a kernel's source has a pipelined row loop (on by default or on request).
+bool pipelined(const Kernel& k) {
+  return k.source().find("#ifndef AF_NO_PIPELINE_ROWS") != std::string::npos ||
+         k.source().find("#ifdef AF_PIPELINE_ROWS") != std::string::npos;
+}
+
 /// Bitwise equality of two tensors of the same dtype and sizes (contiguous outputs of run_kernel).
 std::string bit_difference(const HostTensor& a, const HostTensor& b) {
   if (a.sizes != b.sizes || a.dtype != b.dtype) return "sizes or dtype differ";
@@ -137,9 +144,12 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
   for (const PipeGraph& pg : kGraphs) {
     for (const std::string dt : {"f32", "bf16", "f16"}) {
       const Graph g = parse_graph(with_dtype(pg.text, dt));
-      auto plain = Kernel::compile(g);
-      ASSERT_NE(plain->source().find("#ifdef AF_PIPELINE_ROWS"), std::string::npos)
-          << pg.name << " " << dt << ": no pipelined loop planned";
+      std::shared_ptr<Kernel> plain;
+      {
+        ScopedCxxFlags flags("-DAF_NO_PIPELINE_ROWS");
+        plain = Kernel::compile(g);
+      }
+      ASSERT_TRUE(pipelined(*plain)) << pg.name << " " << dt << ": no pipelined loop planned";
       std::shared_ptr<Kernel> piped;
       {
         ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1");
@@ -201,13 +211,28 @@ TEST(KernelPipeline, NotPlannedWhereItCannotCarryTheState) {
   return %d
 })";
   auto k = Kernel::compile(parse_graph(text));
-  EXPECT_EQ(k->source().find("#ifdef AF_PIPELINE_ROWS"), std::string::npos);
+  EXPECT_FALSE(pipelined(*k));
   // One-pass row reductions have nothing to pipeline.
   auto s = Kernel::compile(parse_graph(R"(graph s(%x: f32[s0, s1]) {
   %s = sum(%x) {axes=[1], keepdim=false}
   return %s
 })"));
-  EXPECT_EQ(s->source().find("#ifdef AF_PIPELINE_ROWS"), std::string::npos);
+  EXPECT_FALSE(pipelined(*s));
+}
+
+TEST(KernelPipeline, OnByDefaultOnlyWhereALaterPassComputesATranscendental) {
+  // Softmax (exp in pass 2, pass 3 reads only the stash) takes the pipelined loop by default, and so does bf16
+  // log-softmax (its input stashed widened); f32 log-softmax (pass 3 re-reads x for x - max), layer norm and rms norm
+  // (cheap per-element passes) only with -DAF_PIPELINE_ROWS: they measured slower or no faster pipelined.
+  for (const PipeGraph& pg : kGraphs)
+    for (const std::string dt : {"f32", "bf16"}) {
+      auto k = Kernel::compile(parse_graph(with_dtype(pg.text, dt)));
+      const std::string src = k->source();
+      const std::string name = pg.name;
+      const bool on_by_default = name.find("softmax") != std::string::npos && !(name == "log_softmax" && dt == "f32");
+      EXPECT_EQ(src.find("#ifndef AF_NO_PIPELINE_ROWS") != std::string::npos, on_by_default) << pg.name << " " << dt;
+      EXPECT_EQ(src.find("#ifdef AF_PIPELINE_ROWS") != std::string::npos, !on_by_default) << pg.name << " " << dt;
+    }
 }
 
 }  // namespace

@@ -12,8 +12,10 @@
 //   value suffices: at each position the reader (pass a + 1, the older row) runs before the writer (pass a);
 // - a per-row (kept) value of stage s read by pass q > s + 1 is carried through a delay line kx<id>_<s+1> ..
 //   kx<id>_<q>, shifted once per step, so pass q sees its own row's value.
-// Used when the row is at least AF_PIPE_MIN elements long (short rows keep the row loop: per-row costs dominate
-// there) and the stashed values fit the stash buffer without sharing slots.
+// On by default only where it measured faster (pipe_by_default); -DAF_NO_PIPELINE_ROWS turns it off,
+// -DAF_PIPELINE_ROWS on for every eligible kernel. Used when the row is at least AF_PIPE_MIN elements long (short
+// rows keep the row loop: per-row costs dominate there) and the stashed values fit the stash buffer without sharing
+// slots.
 #include "autofuse/codegen/cpu/emitter.h"
 
 namespace autofuse {
@@ -28,6 +30,29 @@ bool Emitter::pass_costly(int p) const {
 }
 
 bool Emitter::pass_chained(int p) const { return chained(accumulating(p)) && !pass_costly(p); }
+
+// The pipelined loop is compiled by default (`#ifndef AF_NO_PIPELINE_ROWS`) only when a pass after the first computes
+// a transcendental from the row (softmax's exp) and the last pass (the one writing the outputs) reads no row of an
+// input from memory, only the stash: softmax (f32, bf16) and bf16 log-softmax, 5-10 % faster at DRAM size (session 8,
+// perf9, docs/codegen.md). Where the last pass re-reads an older input row (f32 log-softmax, f32 layer norm) it was
+// 5-15 % slower, and with only cheap passes (layer norm, rms norm) no faster: those keep the row loop unless compiled
+// with -DAF_PIPELINE_ROWS.
+bool Emitter::pipe_by_default() const {
+  const int P = num_passes_;
+  bool costly = false;
+  for (int p = 2; p <= P; ++p) costly = costly || pass_costly(p);
+  if (!costly) return false;
+  const std::vector<bool> need = needed_in_pass(P, true);
+  for (int k = 0; k < nest_.num_inputs; ++k) {
+    const ValueId v = nest_.operands[static_cast<size_t>(k)];
+    if (!need[static_cast<size_t>(v)] ||
+        (is_stashed(static_cast<size_t>(v)) && stash_pass_[static_cast<size_t>(v)] < P))
+      continue;
+    for (int a : nest_.kept_axes())
+      if (op_varies(static_cast<size_t>(k), a)) return false;  // an input row read again in the last pass
+  }
+  return true;
+}
 
 void Emitter::plan_pipeline() {
   pipelined_ = false;
@@ -85,7 +110,7 @@ void Emitter::emit_pipe_carried_loads(int p) {
 }
 
 void Emitter::emit_pipe_pass_part(int p, const std::vector<std::string>& cur, bool tail, int chain, bool blocked) {
-  open("if (act" + s(p) + ")");
+  open("if (af_all || act" + s(p) + ")");
   for (int a : nest_.kept_axes())
     line("const int64_t i" + s(a) + " = q" + s(p) + "i" + s(a) + "; (void)i" + s(a) + ";");
   emit_pipe_carried_loads(p);
@@ -261,6 +286,15 @@ void Emitter::emit_pipe_step_loop(const std::vector<std::vector<std::string>>& p
     if (!tail) emit_prefetches();
     for (int p = P; p >= 1; --p) emit_pipe_pass_part(p, pass_cur[static_cast<size_t>(p)], tail, chain, blocked);
   };
+  // The main column loop is a generic lambda instantiated twice: for steady steps (every pass active: af_all is
+  // af_true_t, so each pass's `af_all || act<p>` folds away and GCC compiles one straight-line body whose
+  // row-invariant work -- the division's range check of the row sum -- it can hoist: a branch per pass per vector
+  // kept it inside the loop, 0.335 against 0.315 ns per bf16 softmax element in cache, session 8 perf9) and for
+  // the P - 1 prologue and epilogue steps (af_all false: the runtime flags). The few vectors after it (the last
+  // group's rest and the row's tail) are compiled once, with the runtime flags (less code to compile).
+  std::string all = "act1";
+  for (int p = 2; p <= P; ++p) all += " && act" + s(p);
+  open("auto af_cols = [&](auto af_all)");
   if (any_chain && !costly) {  // unrolled: vector u of a group into chain u, as emit_pass_loops does
     open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
     for (int c = 0; c < kRowChains; ++c) {
@@ -284,9 +318,21 @@ void Emitter::emit_pipe_step_loop(const std::vector<std::vector<std::string>>& p
     close();
     close();
   }
+  if (any_chain) {
+    --ind_;
+    line("};");
+    line("if (" + all + ") af_cols(af_true_t{}); else af_cols(false);");
+    line("const bool af_all = false;");
+  }
   open("for (; " + ia + " + AF_W <= be; " + ia + " += AF_W)");
   body(false, 0);
   close();
+  if (!any_chain) {
+    --ind_;
+    line("};");
+    line("if (" + all + ") af_cols(af_true_t{}); else af_cols(false);");
+    line("const bool af_all = false;");
+  }
   open("if (" + ia + " < be)");
   body(true, 0);
   close();

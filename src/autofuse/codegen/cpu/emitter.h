@@ -173,8 +173,8 @@ class Emitter {
   // Case (b): the vectorized axis is reduced (softmax, layer norm, sum(-1)). A row is one kept index; lanes run
   // along the row, combined horizontally at the end of each pass.
   void emit_rows_vec_reduced() {
-    if (pipelined_) {  // compiled only with -DAF_PIPELINE_ROWS (emit_pipeline.cpp: not yet faster by default)
-      line("#ifdef AF_PIPELINE_ROWS");
+    if (pipelined_) {  // on by default only where it is faster (pipe_by_default, emit_pipeline.cpp)
+      line(pipe_by_default() ? "#ifndef AF_NO_PIPELINE_ROWS" : "#ifdef AF_PIPELINE_ROWS");
       emit_pipelined_rows();
       line("else");
       line("#endif");
@@ -193,6 +193,7 @@ class Emitter {
   // The software-pipelined row loop (emit_pipeline.cpp): one loop over the columns computes pass P of row t - P + 1,
   // ..., pass 1 of row t, so DRAM sees one continuous stream of reads and writes.
   void plan_pipeline();
+  bool pipe_by_default() const;
   void emit_pipelined_rows();
   void emit_pipe_step_loop(const std::vector<std::vector<std::string>>& pass_cur);
   void emit_pipe_pass_part(int p, const std::vector<std::string>& cur, bool tail, int chain, bool blocked);
