@@ -216,6 +216,9 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
             continue
         st.kernel = k
         st.run = k.run
+        # Symbols its input sizes do not determine (a backward kernel's output [s0, s1, 32] from an input
+        # [s0*s1, 32]): the program passes its bindings, `K(ins, outs, _bind)` (Kernel.run's `given`).
+        st.needs_bindings = bool(getattr(k, "given_symbols", ()))
         st.info["source"] = _get(k, "source")
         tiling = getattr(k, "tiling_report", None)
         if tiling is not None:
