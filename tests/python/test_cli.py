@@ -125,3 +125,19 @@ def test_sizes_whose_product_overflows_and_unknown_symbols_are_refused():
             assert r.returncode == 1 and "out of memory" in r.stderr, (cmd, a, r.returncode, r.stderr)
         r = run(cmd, SOFTMAX, "--shape", "N=0")
         assert r.returncode == 2 and "has no symbol 'N'" in r.stderr, (cmd, r.stderr)
+
+
+def test_symbols_the_input_sizes_do_not_determine_come_from_shape(tmp_path):
+    """Review finding (session 8): `check` said ok for an input f32[s0*s0] while `interp` / `run` always failed
+    ("size symbol s0 is not determined by the input sizes"). Now both take s0 from --shape (default 8) and `check`
+    notes it."""
+    f = tmp_path / "square.af"
+    f.write_text("graph f(%x: f32[s0*s0]) {\n  %y = exp(%x)\n  return %y\n}\n")
+    c = run("check", f)
+    assert c.returncode == 0 and "note: size symbol s0 is not determined by the input sizes" in c.stdout, c.stdout
+    i = run("interp", f, "--shape", "s0=3")
+    assert i.returncode == 0 and "%y: f32[9]" in i.stdout, i.stdout + i.stderr
+    for args in (("--shape", "s0=3"), ()):
+        r = run("run", f, *args)
+        assert r.returncode == 0 and " ok" in r.stdout, r.stdout + r.stderr
+    assert "f32[64]" in run("run", f).stdout

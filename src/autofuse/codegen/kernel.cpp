@@ -214,6 +214,8 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
   }
 }
 
+const Bindings* Kernel::given_bindings() const { return t_given; }
+
 std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTensor>& inputs,
                                                        const Bindings* given) const {
   if (concat_) return concat_output_sizes(inputs);
@@ -309,7 +311,7 @@ bool Kernel::prepare(const std::vector<HostTensor>& inputs, const std::vector<Ho
   if (empty_reduce_axis) {
     for (size_t k = ni; k < nops; ++k)
       if (!nest_.values[static_cast<size_t>(nest_.operands[k])].kept && outputs[k - ni].numel() > 0) {
-        interpret_into(graph_, inputs, outputs, InterpretOptions{precision_});
+        interpret_into(graph_, inputs, outputs, InterpretOptions{precision_}, given_bindings());
         return false;
       }
   }

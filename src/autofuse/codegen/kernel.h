@@ -125,6 +125,9 @@ class Kernel {
   /// vector-rows nest; compiled on first use.
   std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
+  /// The `given` bindings of the run on this thread (null outside a run, or when none were given): for the
+  /// interpreter paths of a run (an empty reduced axis, an outer plan's epilogue).
+  const Bindings* given_bindings() const;
   /// One call prepared up to the launch (kernel_variant.h).
   struct Prepared;
   /// run() of an ordinary kernel (no outer reductions, no concat) up to the launch: checks the operands, binds the
