@@ -141,3 +141,10 @@ def test_symbols_the_input_sizes_do_not_determine_come_from_shape(tmp_path):
         r = run("run", f, *args)
         assert r.returncode == 0 and " ok" in r.stdout, r.stdout + r.stderr
     assert "f32[64]" in run("run", f).stdout
+
+
+def test_fuse_with_an_unwritable_dot_path_fails_before_printing():
+    """Review finding (session 8): the whole fused graph was printed, then the --dot error and exit 1."""
+    r = run("fuse", SOFTMAX, "--dot", "/nonexistent-dir/x.svg")
+    assert r.returncode == 1 and "/nonexistent-dir/x.svg" in r.stderr, r.stderr
+    assert r.stdout == "", r.stdout
