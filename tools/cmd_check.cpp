@@ -23,9 +23,10 @@ int cmd_check(const Args& args) {
     std::printf("%s: ok (graph %s, %zu nodes, %zu outputs)\n", file.c_str(), g.name().c_str(), g.size(),
                 g.outputs().size());
     for (const std::string& s : unbound_symbols(g, symbols_needed_to_run(g)))
-      std::printf("note: size symbol %s is not determined by the input sizes: `autofuse interp` / `run` take its "
-                  "value from --shape %s=N\n",
-                  s.c_str(), s.c_str());
+      std::printf(
+          "note: size symbol %s is not determined by the input sizes: `autofuse interp` / `run` take its "
+          "value from --shape %s=N\n",
+          s.c_str(), s.c_str());
     return 0;
   } catch (const IRError& e) {
     // ParseError already carries FILE:LINE:COL; a verifier error names the node.
