@@ -2,6 +2,7 @@
 // ("FILE:LINE:COL: error: ...") and exits 1.
 #include <cstdio>
 
+#include "autofuse/ir/bind_symbols.h"
 #include "autofuse/ir/parser.h"
 #include "autofuse/ir/verifier.h"
 #include "commands.h"
@@ -21,6 +22,11 @@ int cmd_check(const Args& args) {
     verify(g);
     std::printf("%s: ok (graph %s, %zu nodes, %zu outputs)\n", file.c_str(), g.name().c_str(), g.size(),
                 g.outputs().size());
+    for (const std::string& s : unbound_symbols(g, symbols_needed_to_run(g)))
+      std::printf(
+          "note: size symbol %s is not determined by the input sizes: `autofuse interp` / `run` take its "
+          "value from --shape %s=N\n",
+          s.c_str(), s.c_str());
     return 0;
   } catch (const IRError& e) {
     // ParseError already carries FILE:LINE:COL; a verifier error names the node.

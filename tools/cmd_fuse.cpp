@@ -35,12 +35,11 @@ int cmd_fuse(const Args& args) {
   if (auto n = a.get("max-nodes")) o.max_group_nodes = positive(*n, "--max-nodes");
   if (auto n = a.get("max-inputs")) o.max_group_inputs = positive(*n, "--max-inputs");
   FusedGraph f = run_fusion_pipeline(g, o);
+  // The picture first: a --dot path that cannot be written fails before anything is printed.
+  if (auto out = a.get("dot")) render_dot(fused_graph_dot(f), *out);
   std::cout << f.str();
   std::cout << "kernels: " << f.num_kernels() << "\n";
-  if (auto out = a.get("dot")) {
-    render_dot(fused_graph_dot(f), *out);
-    std::cout << "wrote " << *out << "\n";
-  }
+  if (auto out = a.get("dot")) std::cout << "wrote " << *out << "\n";
   return 0;
 }
 

@@ -76,11 +76,11 @@ int cmd_run(const Args& args) {
   }
   std::vector<HostTensor> outs;
   if (k)
-    for (auto& s : k->output_sizes(inputs))
+    for (auto& s : k->output_sizes(inputs, &b))
       outs.push_back(HostTensor::empty(g.node(g.outputs()[outs.size()]).dtype, s));
   auto run_once = [&] {
     if (k)
-      k->run(inputs, outs);
+      k->run(inputs, outs, &b);  // b: the --shape values, for symbols the input sizes do not determine
     else
       outs = cg->run(inputs);
   };
@@ -92,7 +92,7 @@ int cmd_run(const Args& args) {
     times.push_back(seconds_since(t1));
   }
   std::sort(times.begin(), times.end());
-  std::vector<HostTensor> want = interpret(g, inputs);
+  std::vector<HostTensor> want = interpret(g, inputs, {}, &b);
 
   bool ok = true;
   std::printf("%s: compile %.1f ms, run %.3f ms (median of %lld)\n", label.c_str(), compile_s * 1e3,

@@ -67,7 +67,42 @@ def dfx_debug_on(opts: Dict[str, str]) -> bool:
     return opts.get("codegen_compile_debug", "").lower() in _TRUE
 
 
+#: Every AUTOFUSE_* variable the package, its tests, benches and scripts read (README's table and the developer
+#: ones). Any other AUTOFUSE_* name in the environment is most likely a typo (AUTOFUSE_STRCT=1): warned about once.
+KNOWN = frozenset("""
+    AOT_CACHE BENCH_DIR BENCH_TRACEBACK CACHE_DIR CLI COMPILE_THREADS CONCAT_FUZZ_GRAPHS CONFORMANCE CONFORMANCE_LOG
+    DEBUG DEBUG_DIR DFX_FLAGS EMULATE_PRECISION_CASTS EXP_SWEEP_STEP EXTRA_CXXFLAGS FORCE_DISABLE_CACHES FUSE_CONCAT
+    FUSION_SEED FUZZ FUZZ_CASES_PER_GRAPH FUZZ_GRAPHS FUZZ_SEED FUZZ_VERBOSE HARD_CASES HARD_SEED ISA
+    KERNEL_INCLUDE_DIR MACHINE_DIR MATH_SWEEP_STEP NO_BANDWIDTH_PROBE NUM_THREADS OUTER_SEED PROBE_MB PROFILE
+    PROFILE_BANDWIDTH_GBS PYTHON_OUTPUT_DIR REPROBE SOURCE_DIR STANDIN STRICT TESTS_BIN TEST_ONLY_VARIABLE TEST_SEED
+    THREADS TIMING_LOCK TORCH_DIRECT WARM_START
+""".split())
+
+_UNKNOWN_WARNED: set = set()
+
+
+def check_unknown_variables(environ=None) -> List[str]:
+    """Warn once (stderr, like the bad-value warnings) for each AUTOFUSE_* variable that is set but not in KNOWN,
+    naming the closest known name when there is one; returns the unknown names."""
+    import difflib
+    import sys
+
+    environ = os.environ if environ is None else environ
+    unknown = sorted(k for k in environ if k.startswith("AUTOFUSE_") and k[len("AUTOFUSE_"):] not in KNOWN)
+    for name in unknown:
+        if name in _UNKNOWN_WARNED:
+            continue
+        _UNKNOWN_WARNED.add(name)
+        close = difflib.get_close_matches(name[len("AUTOFUSE_"):], sorted(KNOWN), n=1, cutoff=0.75)
+        hint = f" (did you mean AUTOFUSE_{close[0]}?)" if close else ""
+        print(f"autofuse: warning: {name} is set but is not a variable Autofuse reads{hint}; it is ignored",
+              file=sys.stderr)
+    return unknown
+
+
 def check_environment() -> None:
-    """Check every AUTOFUSE_* variable of fixed form now (C++ side) and AUTOFUSE_DFX_FLAGS: bad values warn once."""
+    """Check every AUTOFUSE_* variable of fixed form now (C++ side) and AUTOFUSE_DFX_FLAGS: bad values warn once;
+    unknown AUTOFUSE_* names (typos) warn once too."""
     _core.check_environment()
     dfx_flags()
+    check_unknown_variables()

@@ -42,6 +42,10 @@ class GraphBreak:
         return f"{where}: {self.reason}"
 
 
+#: How lowering.py words the reason of an extern by design (matmul, convolution), as opposed to a fallback.
+BY_DESIGN = "extern by design"
+
+
 @dataclass
 class ExplainReport:
     """The result of explain(): counts, kernels, fallbacks ``(op, reason)``, and per-graph mode/reason."""
@@ -59,13 +63,27 @@ class ExplainReport:
         return len(self.kernels)
 
     @property
+    def by_design(self) -> List[Tuple[str, str]]:
+        """The ATen calls that are externs by design (matmul, convolution: compute-bound ops left to ATen), a subset
+        of ``fallbacks``."""
+        return [f for f in self.fallbacks if f[1].startswith(BY_DESIGN)]
+
+    @property
+    def fallback_count(self) -> int:
+        """Fallbacks proper: ops (or whole graphs) that run in ATen because Autofuse does not support them, i.e.
+        ``fallbacks`` without the externs by design."""
+        return len(self.fallbacks) - len(self.by_design)
+
+    @property
     def graph_break_count(self) -> int:
         """Dynamo's graph breaks that ended a graph (each has its reason in ``graph_breaks``)."""
         return len(self.graph_breaks)
 
     def __str__(self) -> str:
+        design = len(self.by_design)
         lines = [f"Autofuse explain: {self.graph_count} graph(s), {self.kernel_count} kernel(s), "
-                 f"{len(self.fallbacks)} fallback(s), {self.graph_break_count} graph break(s)"]
+                 f"{self.fallback_count} fallback(s)" + (f" (+ {design} ATen call(s) by design)" if design else "") +
+                 f", {self.graph_break_count} graph break(s)"]
         if self.graph_breaks:
             lines.append("  graph breaks (Dynamo split the function here; each part is compiled on its own):")
             for i, b in enumerate(self.graph_breaks, 1):
@@ -108,6 +126,8 @@ def report_from_records(records) -> ExplainReport:
     for r in records:
         rep.graphs.append((r.name, _graph_summary(r), r.reason))
         if r.lowered is None:
+            if r.mode != "kernels":  # the whole graph runs in ATen: a fallback with the graph's reason
+                rep.fallbacks.append((f"of the whole graph {r.name} (every op runs in ATen)", r.reason or r.mode))
             continue
         rep.lowered_ops.update(r.lowered.lowered_ops)
         for f in r.lowered.fallbacks:

@@ -206,16 +206,21 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
             if strict:
                 raise k
             st.info["error"] = str(k)
-            if "cache directory" in str(k):  # one cause for every kernel: say it once, as what it is
+            if "cache directory" in str(k) or "AUTOFUSE_CACHE_DIR" in str(k) or "cache path" in str(k):
+                # one cause for every kernel: say it once, as what it is
                 if not _CACHE_WARNED:
                     _CACHE_WARNED.append(True)
                     warnings.warn(f"autofuse: the kernel cache cannot be used, so no kernel can be loaded and every "
                                   f"fused group runs in ATen: {k}")
                 continue
-            warnings.warn(f"autofuse: kernel {st.name} failed to compile; its ops run in ATen: {k}")
+            what = "cannot be made a kernel" if type(k).__name__ == "IRError" else "failed to compile"
+            warnings.warn(f"autofuse: kernel {st.name} {what}; its ops run in ATen: {k}")
             continue
         st.kernel = k
         st.run = k.run
+        # Symbols its input sizes do not determine (a backward kernel's output [s0, s1, 32] from an input
+        # [s0*s1, 32]): the program passes its bindings, `K(ins, outs, _bind)` (Kernel.run's `given`).
+        st.needs_bindings = bool(getattr(k, "given_symbols", ()))
         st.info["source"] = _get(k, "source")
         tiling = getattr(k, "tiling_report", None)
         if tiling is not None:

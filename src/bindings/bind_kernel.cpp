@@ -21,6 +21,19 @@ struct KernelFailure {
   std::exception_ptr error;
 };
 
+/// The values of k's given symbols from a Python mapping {name: int} (other names are not read). Raises KeyError
+/// naming the kernel and the missing symbol, TypeError when a value is not an int.
+Bindings given_bindings(const Kernel& k, nb::handle given) {
+  Bindings b;
+  for (const std::string& s : k.given_symbols()) {
+    nb::str key(s.c_str());
+    if (!PyMapping_Check(given.ptr()) || !PyMapping_HasKey(given.ptr(), key.ptr()))
+      throw nb::key_error(("kernel " + k.name() + ": `given` has no value for size symbol " + s).c_str());
+    b[s] = nb::cast<int64_t>(given[key]);
+  }
+  return b;
+}
+
 }  // namespace
 
 void bind_kernel(nb::module_& m) {
@@ -66,21 +79,30 @@ void bind_kernel(nb::module_& m) {
           "identical kernels once (codegen/kernel.h Kernel::compile_many). Releases the GIL.")
       .def(
           "run",
-          [](const Kernel& k, nb::handle inputs, nb::handle outputs) {
+          [](const Kernel& k, nb::handle inputs, nb::handle outputs, nb::handle given) {
             // Borrowed views: `inputs` / `outputs` hold the tensors for the whole call.
             std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input", /*borrow=*/true);
             std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output", /*borrow=*/true);
+            const bool has_given = !given.is_none();
+            Bindings b = has_given ? given_bindings(k, given) : Bindings{};
             nb::gil_scoped_release unlocked;
-            k.run(in, out);
+            k.run(in, out, has_given ? &b : nullptr);
           },
-          nb::arg("inputs"), nb::arg("outputs"),
+          nb::arg("inputs"), nb::arg("outputs"), nb::arg("given") = nb::none(),
           "Compute the outputs in place. inputs: one tensor/array per graph input (any strides, 0 for expanded dims); "
-          "outputs: caller-allocated tensors of output_sizes(inputs) (any strides). Raises IRError on a dtype or "
-          "size mismatch.")
+          "outputs: caller-allocated tensors of output_sizes(inputs) (any strides); given: a dict of symbol values "
+          "holding at least given_symbols (others are ignored). Raises IRError on a dtype or size mismatch or a "
+          "missing given symbol.")
       .def(
           "output_sizes",
-          [](const Kernel& k, nb::handle inputs) { return k.output_sizes(to_host_tensors(inputs, false, "input")); },
-          nb::arg("inputs"), "Concrete sizes of each output for these inputs.")
+          [](const Kernel& k, nb::handle inputs, nb::handle given) {
+            std::vector<HostTensor> in = to_host_tensors(inputs, false, "input");
+            if (given.is_none()) return k.output_sizes(in);
+            Bindings b = given_bindings(k, given);
+            return k.output_sizes(in, &b);
+          },
+          nb::arg("inputs"), nb::arg("given") = nb::none(),
+          "Concrete sizes of each output for these inputs (given: as for run).")
       .def(
           "time_stages",
           [](const Kernel& k, nb::handle inputs, nb::handle outputs, int reps) {
@@ -127,6 +149,9 @@ void bind_kernel(nb::module_& m) {
           "Per-call overhead breakdown (median ns per stage over reps runs): convert (tensor views), bind (symbols "
           "and operand checks), tiling (axis merging and the tiling decision), variant (stride-class lookup), launch "
           "(thread-pool hand-off and the kernel body), run (all of Kernel::run). For measurement only.")
+      .def_prop_ro("given_symbols", &Kernel::given_symbols,
+                   "Size symbols the input sizes do not determine, whose values run()/output_sizes() take from `given` "
+                   "(empty for most kernels)")
       .def_prop_ro("source", &Kernel::source, "The generated C++ source of the first compiled variant")
       .def_prop_ro("name", &Kernel::name, "The kernel's name (from its ops)")
       .def_prop_ro(

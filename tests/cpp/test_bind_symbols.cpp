@@ -157,5 +157,47 @@ TEST(BindSymbols, KernelsShareTheSteps) {
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], w[i]) << "element " << i;
 }
 
+// A backward kernel under dynamic shapes (review finding, session 8: nn.Linear on a 3-d input, dynamic=True): its
+// only input is the flattened [s0*s1, 32], its outputs need s0 and s1 apart (broadcast back to [s0, s1, 32]) or only
+// their product (a column sum, an outer reduction). Both compile; the caller gives s0 and s1.
+TEST(BindSymbols, KernelsTakeSymbolsOnlyAProductDetermines) {
+  Graph bc = parse_graph(R"(graph k0(%view: f32[s0*s1, 4], %t: f32[]) {
+    %v2 = broadcast_to(%t) {shape=[s0, s1, 4]}
+    return %v2
+  })");
+  auto k0 = Kernel::compile(bc);
+  EXPECT_EQ(k0->given_symbols(), (std::vector<std::string>{"s0", "s1"}));
+  std::vector<float> flat(6 * 4), t = {2.5f}, out(2 * 3 * 4, -1.0f);
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i);
+  std::vector<HostTensor> in = {HostTensor::view(DType::Float32, flat.data(), {6, 4}, {4, 1}),
+                                HostTensor::view(DType::Float32, t.data(), {}, {})};
+  const Bindings given{{"s0", 2}, {"s1", 3}, {"s9", 7}};  // others are ignored
+  EXPECT_EQ(k0->output_sizes(in, &given), (std::vector<std::vector<int64_t>>{{2, 3, 4}}));
+  EXPECT_THROW(k0->output_sizes(in), IRError);
+  for (int rep = 0; rep < 2; ++rep) {  // a second call: no cached launch replays a stale binding
+    const Bindings g2{{"s0", rep == 0 ? 2 : 3}, {"s1", rep == 0 ? 3 : 2}};
+    std::vector<int64_t> sz = rep == 0 ? std::vector<int64_t>{2, 3, 4} : std::vector<int64_t>{3, 2, 4};
+    std::fill(out.begin(), out.end(), -1.0f);
+    k0->run(in, {HostTensor::view(DType::Float32, out.data(), sz, {sz[1] * 4, 4, 1})}, &g2);
+    for (float v : out) EXPECT_EQ(v, 2.5f);
+  }
+  const Bindings wrong{{"s0", 4}, {"s1", 3}};  // 12 rows, the input has 6
+  EXPECT_THROW(k0->run(in, {HostTensor::view(DType::Float32, out.data(), {4, 3, 4}, {12, 4, 1})}, &wrong), IRError);
+
+  Graph colsum = parse_graph(R"(graph k1(%v3: f32[s0*s1, 4]) {
+    %v8 = sum(%v3) {axes=[0], keepdim=false}
+    return %v8
+  })");
+  auto k1 = Kernel::compile(colsum);
+  EXPECT_EQ(k1->given_symbols(), (std::vector<std::string>{"s0", "s1"}));
+  std::vector<float> sums(4, -1.0f);
+  k1->run({in[0]}, {HostTensor::view(DType::Float32, sums.data(), {4}, {1})}, &given);
+  for (int c = 0; c < 4; ++c) {
+    float want = 0;
+    for (int r = 0; r < 6; ++r) want += flat[static_cast<size_t>(r * 4 + c)];
+    EXPECT_EQ(sums[static_cast<size_t>(c)], want) << "column " << c;
+  }
+}
+
 }  // namespace
 }  // namespace autofuse

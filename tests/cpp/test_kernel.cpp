@@ -460,24 +460,37 @@ TEST(Kernel, RefusesWhatIsNotOneKernel) {
 }
 
 // A symbol that only appears inside a non-linear size (the upper half of a dynamic last dim, review finding of
-// session 7) cannot be bound at launch: its compile fails naming the symbol and the input (the backend then runs
-// its ops in ATen), not its first run. Fusion may still use such groups on the way to a kernel that binds it.
-TEST(Kernel, RefusesSymbolsTheInputSizesDoNotDetermine) {
+// session 7) cannot be bound from the input sizes: the kernel compiles with it as a given symbol, and a run without
+// its value fails naming the symbol (the backend passes the graph's bindings; session 8).
+TEST(Kernel, TakesSymbolsTheInputSizesDoNotDetermineFromTheCaller) {
   Graph half = parse_graph(R"(graph h(%x: f32[1, s0, s1 - floordiv(s1, 2)]) {
     %y = neg(%x)
     return %y
   })");
+  auto kh = Kernel::compile(half);
+  EXPECT_EQ(kh->given_symbols(), std::vector<std::string>{"s1"});
+  HostTensor x = filled(DType::Float32, {1, 2, 3}, {1, -2, 3, -4, 5, -6});
+  std::vector<float> out(6, 99.0f);
+  HostTensor o = HostTensor::view(DType::Float32, out.data(), {1, 2, 3}, {6, 3, 1});
   try {
-    Kernel::compile(half);
-    ADD_FAILURE() << "compiled a kernel that cannot bind s1";
+    kh->run({x}, {o});
+    ADD_FAILURE() << "ran without the value of s1";
   } catch (const IRError& e) {
-    EXPECT_NE(std::string(e.what()).find("size symbol s1 is not determined"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("size symbol s1 is not determined by the input sizes and its value was not "
+                                         "given"),
+              std::string::npos)
+        << e.what();
   }
-  // Linear forms still bind (2*s1 + 1 determines s1), as do bare symbols.
+  const Bindings good{{"s1", 5}}, bad{{"s1", 8}};
+  EXPECT_THROW(kh->run({x}, {o}, &bad), IRError);  // 8 - 4 = 4 != 3
+  kh->run({x}, {o}, &good);
+  EXPECT_EQ(out, (std::vector<float>{-1, 2, -3, 4, -5, 6}));
+  // Linear forms still bind (2*s1 + 1 determines s1), as do bare symbols: nothing to give.
   auto k = Kernel::compile(parse_graph(R"(graph l(%x: f32[s0, 2*s1 + 1]) {
     %y = neg(%x)
     return %y
   })"));
+  EXPECT_TRUE(k->given_symbols().empty());
   EXPECT_EQ(k->output_sizes({filled(DType::Float32, {2, 7}, std::vector<double>(14, 1.0))}),
             (std::vector<std::vector<int64_t>>{{2, 7}}));
 }

@@ -2,9 +2,9 @@
 on a dynamic last dim: s1 - floordiv(s1, 2)), or that carry a symbol only in an input's strides (a sliced q: the
 base's row length). Binding (ir/bind_symbols.h) solves only what a launch evaluates: a concat kernel binds its output
 and segment-width symbols, each segment its own inputs, and a symbol only in strides is never needed. So the sliced
-q stays one kernel, compiled once for every size; a kernel whose own inputs cannot bind a symbol it evaluates (a lone
-half, AUTOFUSE_FUSE_CONCAT=0) is refused at compile time and its ops run in ATen with a warning. Values equal eager's
-in every case."""
+q stays one kernel, compiled once for every size. A kernel whose own inputs cannot bind a symbol it evaluates (a lone
+half, AUTOFUSE_FUSE_CONCAT=0; a backward kernel whose only input is a flattened [s0*s1, n]) takes its value from the
+program's bindings (Kernel.run's `given`, codegen/kernel.h given_symbols). Values equal eager's in every case."""
 import warnings
 
 import pytest
@@ -81,4 +81,37 @@ def test_sliced_q_stays_one_kernel_compiled_once(monkeypatch, mode):
     kernels = _kernel_ops(backend.RECORDS[start:])
     assert len(kernels) == 1, kernels
     assert {"neg", "concat", "mul", "add"} <= set(kernels[0]), kernels
+    torch._dynamo.reset()
+
+
+def test_dynamic_training_through_linear_on_3d_input(monkeypatch):
+    """Review finding (session 8): nn.Linear on a [B, T, C] input under dynamic=True. The backward's kernels read the
+    flattened [s0*s1, C] gradient only, but broadcast back to [s0, s1, C] (or sum its columns): their inputs cannot
+    bind s0 and s1 apart. They were sent to ATen with a 'failed to compile' warning (strict mode: an error); now they
+    are kernels given s0 and s1 by the program, in strict mode, with eager's gradients for every size."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(5)
+    lin = torch.nn.Linear(32, 24)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(24, 32, generator=gen))
+        lin.bias.copy_(torch.randn(24, generator=gen))
+    f = lambda x: torch.nn.functional.gelu(lin(x)).sum()  # noqa: E731
+    cf = torch.compile(f, backend="autofuse", dynamic=True)
+    start = len(backend.RECORDS)
+    for shape in [(2, 7, 32), (3, 5, 32), (1, 9, 32), (4, 1, 32)]:
+        x = torch.randn(*shape, generator=gen, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lin.zero_grad()
+            cf(x).backward()
+        got = (x.grad.clone(), lin.weight.grad.clone(), lin.bias.grad.clone())
+        x2 = x.detach().clone().requires_grad_(True)
+        lin.zero_grad()
+        f(x2).backward()
+        for g, w in zip(got, (x2.grad, lin.weight.grad, lin.bias.grad)):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+    given = [st.kernel.given_symbols for r in backend.RECORDS[start:] for st in r.steps
+             if st.kind == "kernel" and st.kernel is not None]
+    assert any(given), f"no kernel took a given symbol: {given}"
     torch._dynamo.reset()

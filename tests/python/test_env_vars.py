@@ -150,3 +150,28 @@ def test_bad_extra_cxxflags_error_names_the_flag(tmp_path):
                                 AUTOFUSE_CACHE_DIR=str(tmp_path / "cache")))
     assert r.returncode != 0 and "failed to compile" in r.stderr, r.stderr
     assert "-fno-such-flag-for-autofuse" in r.stderr.split("compiler output:")[-1], r.stderr
+
+
+def test_unknown_variable_names_warn_once_with_the_closest_name():
+    """Review finding (session 8): a misspelled AUTOFUSE_STRCT=1 was ignored silently."""
+    r = _python(AUTOFUSE_STRCT="1", AUTOFUSE_NOT_A_THING="x")
+    assert r.returncode == 0 and "CHILD-OK" in r.stdout, r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if "is set but is not a variable Autofuse reads" in ln]
+    assert lines == [
+        "autofuse: warning: AUTOFUSE_NOT_A_THING is set but is not a variable Autofuse reads; it is ignored",
+        "autofuse: warning: AUTOFUSE_STRCT is set but is not a variable Autofuse reads (did you mean "
+        "AUTOFUSE_STRICT?); it is ignored",
+    ], r.stderr[-3000:]
+    ok = _python(AUTOFUSE_STRICT="0")
+    assert "is not a variable Autofuse reads" not in ok.stderr, ok.stderr[-3000:]
+
+
+def test_cache_dir_that_is_a_file_is_reported_as_the_cache(tmp_path):
+    """Review finding (session 8): AUTOFUSE_CACHE_DIR naming a regular file was reported per kernel as 'kernel k0
+    failed to compile' (nothing was compiled); it is one warning about the cache, and the ops run in ATen."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    r = _python(AUTOFUSE_CACHE_DIR=str(afile))
+    assert r.returncode == 0 and "CHILD-OK" in r.stdout, r.stderr[-3000:]
+    assert r.stderr.count("UserWarning: autofuse: the kernel cache cannot be used") == 1, r.stderr[-3000:]
+    assert "failed to compile" not in r.stderr, r.stderr[-3000:]

@@ -86,3 +86,16 @@ def test_explain_without_breaks_reports_none():
     rep = autofuse.explain(_gelu_scale, torch.randn(4, 4))
     assert rep.graph_count == 1 and rep.graph_breaks == [], str(rep)
     assert "0 graph break(s)" in str(rep)
+
+
+def test_headline_counts_fallbacks_apart_from_externs_by_design_and_whole_graphs():
+    """Review finding (session 8): matmul externs (by design) were counted as fallbacks in the headline, and a graph
+    run wholly in ATen (complex64) reported 0 fallbacks with no Fallback line."""
+    lin = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8))
+    r = autofuse.explain(lin, torch.randn(2, 8))
+    assert r.fallback_count == 0 and len(r.by_design) == 1, r.fallbacks
+    assert "0 fallback(s) (+ 1 ATen call(s) by design)" in str(r).splitlines()[0], str(r)
+    c = autofuse.explain(lambda x: (x * 2).exp(), torch.randn(4, dtype=torch.complex64))
+    assert c.fallback_count == 1 and c.kernel_count == 0, c.fallbacks
+    assert "1 fallback(s)" in str(c).splitlines()[0]
+    assert "Fallback of the whole graph" in str(c) and "complex64" in str(c), str(c)

@@ -39,6 +39,19 @@ namespace {
 
 thread_local LaunchStages* t_stages = nullptr;
 
+/// The `given` bindings of the Kernel::run / output_sizes call running on this thread (null outside one): read by
+/// Kernel::bind, which every run path (ordinary, outer reductions) calls on the calling thread.
+thread_local const Bindings* t_given = nullptr;
+
+/// Sets t_given for one call and restores the previous value (calls do not nest today; restoring keeps it exact).
+struct GivenScope {
+  const Bindings* saved;
+  explicit GivenScope(const Bindings* g) : saved(t_given) { t_given = g; }
+  ~GivenScope() { t_given = saved; }
+  GivenScope(const GivenScope&) = delete;
+  GivenScope& operator=(const GivenScope&) = delete;
+};
+
 inline void stamp(int64_t LaunchStages::*field) { stamp_launch_stage(field); }
 
 /// g with positional names (graph "k", node i "v<i>"): what the compiled source is emitted from, so that it depends
@@ -71,11 +84,11 @@ Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> o
 }
 
 std::shared_ptr<Kernel> Kernel::build(const Graph& g) {
-  // Checked here, not in kernel_unsupported_reason: fusion's intermediate groups may lack the input that binds a
-  // symbol (a lone concat of the two rotary halves) while the group they grow into has it (the rotary kernel).
-  // A concat kernel checks only what its own launch evaluates (build_concat); each segment checks itself here.
+  // A concat kernel checks only what its own launch evaluates (build_concat: refused when its inputs cannot bind it);
+  // each segment is built here.
   if (has_concat(g)) return build_concat(g);
-  if (auto w = unbound_symbol_reason(g, symbols_needed_to_run(g))) throw IRError("kernel " + g.name() + ": " + *w);
+  // Symbols the inputs cannot bind (an output [s0, s1, 32] from an input [s0*s1, 32]) are given by the caller.
+  std::vector<std::string> given = unbound_symbols(g, symbols_needed_to_run(g));
   std::shared_ptr<Kernel> k;
   if (loop_nest_unsupported_reason(g)) {
     std::string why;
@@ -86,6 +99,7 @@ std::shared_ptr<Kernel> Kernel::build(const Graph& g) {
   } else {
     k.reset(new Kernel(g, build_loop_nest(g)));
   }
+  k->given_symbols_ = std::move(given);
   return k;
 }
 
@@ -181,26 +195,43 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
                     ", expected " + std::to_string(nd.shape.size()));
     args[i] = ShapeArg{&nd, &t.sizes};
   }
-  // Every input dim must evaluate (need = null): the symbols of a kernel's other sizes all appear in its inputs'
-  // (checked at build by unbound_symbol_reason).
+  // Every input dim must evaluate (need = null). The symbols the inputs cannot bind (given_symbols_, decided at
+  // build) are seeded from the caller's bindings; every other symbol of the kernel appears in its inputs' sizes.
+  Bindings seed;
+  for (const std::string& s : given_symbols_) {
+    auto it = t_given != nullptr ? t_given->find(s) : Bindings::const_iterator{};
+    if (t_given == nullptr || it == t_given->end()) {
+      throw IRError("kernel " + name_ + ": size symbol " + s +
+                    " is not determined by the input sizes and its value was not given (Kernel::run's `given` "
+                    "bindings; the kernel's given symbols are its caller's to pass)");
+    }
+    seed[s] = it->second;
+  }
   try {
-    return bind_shape_symbols(args, nullptr);
+    return bind_shape_symbols(args, nullptr, seed.empty() ? nullptr : &seed);
   } catch (const IRError& e) {
     throw IRError("kernel " + name_ + ": " + e.what());
   }
 }
 
-std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTensor>& inputs) const {
+const Bindings* Kernel::given_bindings() const { return t_given; }
+
+std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTensor>& inputs,
+                                                       const Bindings* given) const {
   if (concat_) return concat_output_sizes(inputs);
+  GivenScope scope(given);
   Bindings b = bind(inputs);
   std::vector<std::vector<int64_t>> out;
   for (ValueId o : graph_.outputs()) out.push_back(eval_shape(graph_.node(o).shape, b));
   return out;
 }
 
-void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
+void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
+                 const Bindings* given) const {
   stamp(&LaunchStages::start);
-  if (!outer_ && run_cached(inputs, outputs)) {
+  GivenScope scope(given);
+  // A kernel with given symbols is not replayed from the launch cache (its key is the operands' layout alone).
+  if (!outer_ && given_symbols_.empty() && run_cached(inputs, outputs)) {
     stamp(&LaunchStages::done);
     return;
   }
@@ -216,7 +247,7 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
   }
   Prepared p;
   if (!prepare(inputs, outputs, &p)) return;
-  store_launch(inputs, outputs, launch_entry(p));
+  if (given_symbols_.empty()) store_launch(inputs, outputs, launch_entry(p));
   launch_tiled(graph_, p.rows_vector ? *tiling_.rows_vector_nest() : nest_, p.variant->fn, p.domain, p.data,
                p.candidate);
   stamp(&LaunchStages::done);
@@ -280,7 +311,7 @@ bool Kernel::prepare(const std::vector<HostTensor>& inputs, const std::vector<Ho
   if (empty_reduce_axis) {
     for (size_t k = ni; k < nops; ++k)
       if (!nest_.values[static_cast<size_t>(nest_.operands[k])].kept && outputs[k - ni].numel() > 0) {
-        interpret_into(graph_, inputs, outputs, InterpretOptions{precision_});
+        interpret_into(graph_, inputs, outputs, InterpretOptions{precision_}, given_bindings());
         return false;
       }
   }

@@ -62,15 +62,25 @@ class Kernel {
   /// failure (IRError, CompileError) is returned in its slot and does not affect the others.
   static std::vector<Compiled> compile_many(const std::vector<Graph>& graphs, int threads);
 
-  /// Output sizes for these inputs. Throws IRError when an input's dtype, rank or sizes conflict with the graph.
-  std::vector<std::vector<int64_t>> output_sizes(const std::vector<HostTensor>& inputs) const;
+  /// Output sizes for these inputs. Throws IRError when an input's dtype, rank or sizes conflict with the graph, or
+  /// when a given symbol (given_symbols()) is missing from `given`.
+  std::vector<std::vector<int64_t>> output_sizes(const std::vector<HostTensor>& inputs,
+                                                 const Bindings* given = nullptr) const;
 
   /// Compute the outputs into caller-allocated tensors (any strides; sizes must be output_sizes(inputs)).
   /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch. The launches of
   /// the last 4 distinct operand layouts are cached: a call whose operands have the same dtypes, sizes and strides (and
   /// the same thread count) skips binding, checks, tiling decision and variant lookup, and launches with its own data
-  /// pointers.
-  void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
+  /// pointers. `given`: the values of given_symbols() (others in it are ignored); calls of a kernel with given
+  /// symbols are not cached.
+  void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
+           const Bindings* given = nullptr) const;
+
+  /// Size symbols the kernel evaluates but its input sizes do not determine (ir/bind_symbols.h unbound_symbols), in
+  /// name order: a backward kernel whose only input is [s0*s1, 32] and whose output is [s0, s1, 32] needs s0 and s1.
+  /// The caller passes their values to run() / output_sizes(); without them those throw IRError naming the symbol.
+  /// Empty for most kernels. (A concat kernel with such symbols is refused at compile instead.)
+  const std::vector<std::string>& given_symbols() const { return given_symbols_; }
 
   /// The source of the first compiled variant (of every segment, one after the other, for a concat kernel).
   const std::string& source() const { return source_; }
@@ -115,6 +125,9 @@ class Kernel {
   /// vector-rows nest; compiled on first use.
   std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
+  /// The `given` bindings of the run on this thread (null outside a run, or when none were given): for the
+  /// interpreter paths of a run (an empty reduced axis, an outer plan's epilogue).
+  const Bindings* given_bindings() const;
   /// One call prepared up to the launch (kernel_variant.h).
   struct Prepared;
   /// run() of an ordinary kernel (no outer reductions, no concat) up to the launch: checks the operands, binds the
@@ -157,6 +170,7 @@ class Kernel {
   std::shared_ptr<const ConcatParts> concat_;
   LoopNest nest_;
   std::string name_;
+  std::vector<std::string> given_symbols_;  ///< see given_symbols()
   int lanes_ = 16;
   /// f16/bf16 rounding policy, read from AUTOFUSE_EMULATE_PRECISION_CASTS when the kernel is compiled; every later
   /// variant uses the same one.

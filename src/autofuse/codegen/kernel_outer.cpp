@@ -103,7 +103,7 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
   // An empty domain (no rows, or empty rows): nothing to stream; the interpreter gives every output its exact value
   // (empty sums 0, empty means NaN) at a cost proportional to the outputs.
   if (empty) {
-    interpret_into(graph_, inputs, outputs, InterpretOptions{precision_});
+    interpret_into(graph_, inputs, outputs, InterpretOptions{precision_}, given_bindings());
     return;
   }
   // Operand k's tensor for the real operands; the outer partials are laid out row-major over R (full) or scalar.
@@ -269,7 +269,7 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
                   static_cast<size_t>(esz));
     }
   }
-  if (!epi_out.empty()) interpret_into(pl.epilogue, epi_in, epi_out, InterpretOptions{precision_});
+  if (!epi_out.empty()) interpret_into(pl.epilogue, epi_in, epi_out, InterpretOptions{precision_}, given_bindings());
 }
 
 }  // namespace autofuse

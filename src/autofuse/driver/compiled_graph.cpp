@@ -51,7 +51,7 @@ std::vector<HostTensor> CompiledGraph::run(const std::vector<HostTensor>& inputs
     if (grp.kind == GroupKind::Kernel) {
       std::vector<std::vector<int64_t>> sizes;
       if (steps_[gi].kernel) {
-        sizes = steps_[gi].kernel->output_sizes(ins);
+        sizes = steps_[gi].kernel->output_sizes(ins, &b);
       } else {
         sizes = output_sizes(grp.subgraph, bind_symbols(grp.subgraph, ins));
       }
@@ -59,7 +59,7 @@ std::vector<HostTensor> CompiledGraph::run(const std::vector<HostTensor>& inputs
       for (size_t k = 0; k < grp.outputs.size(); ++k)
         outs.push_back(HostTensor::empty(g.node(grp.outputs[k]).dtype, sizes[k]));
       if (steps_[gi].kernel)
-        steps_[gi].kernel->run(ins, outs);
+        steps_[gi].kernel->run(ins, outs, &b);
       else
         interpret_into(grp.subgraph, ins, outs);
       for (size_t k = 0; k < grp.outputs.size(); ++k) env[grp.outputs[k]] = outs[k];

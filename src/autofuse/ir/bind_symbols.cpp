@@ -86,8 +86,8 @@ std::string unbound_symbol_message(const std::vector<ShapeArg>& args, const std:
 namespace {
 
 /// Steps 1 and 2: bare symbols (throwing on a conflict), then linear forms until nothing changes.
-Bindings solve_steps(const std::vector<ShapeArg>& args) {
-  Bindings b;
+Bindings solve_steps(const std::vector<ShapeArg>& args, const Bindings* seed = nullptr) {
+  Bindings b = seed != nullptr ? *seed : Bindings{};
   for (const ShapeArg& a : args)
     for (size_t d = 0; d < a.node->shape.size(); ++d) {
       const Expr& e = a.node->shape[d];
@@ -112,8 +112,9 @@ Bindings solve_steps(const std::vector<ShapeArg>& args) {
 
 }  // namespace
 
-Bindings bind_shape_symbols(const std::vector<ShapeArg>& args, const std::set<std::string>* need) {
-  Bindings b = solve_steps(args);
+Bindings bind_shape_symbols(const std::vector<ShapeArg>& args, const std::set<std::string>* need,
+                            const Bindings* seed) {
+  Bindings b = solve_steps(args, seed);
   if (need != nullptr)
     for (const std::string& s : *need)
       if (!b.count(s)) throw IRError(unbound_symbol_message(args, s));
@@ -153,14 +154,16 @@ std::set<std::string> symbols_needed_to_run(const Graph& g) {
   return s;
 }
 
-std::optional<std::string> unbound_symbol_reason(const Graph& g, const std::set<std::string>& need) {
-  if (need.empty()) return std::nullopt;
+namespace {
+
+/// Binds g's inputs at a trial assignment of distinct sizes (1009 + 37 i) with steps 1-2; `args` / `sizes` receive the
+/// trial shapes (args point into sizes).
+Bindings trial_bind(const Graph& g, std::vector<ShapeArg>& args, std::vector<std::vector<int64_t>>& sizes) {
   Bindings trial;
   int64_t v = 1009;
   for (const std::string& s : g.symbols()) trial[s] = (v += 37);
-  std::vector<ShapeArg> args;
-  std::vector<std::vector<int64_t>> sizes;
   const std::vector<ValueId> ins = g.inputs();
+  sizes.clear();
   sizes.reserve(ins.size());  // args point into it
   for (ValueId in : ins) {
     std::vector<int64_t>& sz = sizes.emplace_back();
@@ -173,10 +176,30 @@ std::optional<std::string> unbound_symbol_reason(const Graph& g, const std::set<
     }
     args.push_back(ShapeArg{&g.node(in), &sz});
   }
-  const Bindings b = solve_steps(args);  // no conflicts: equal symbols get equal trial sizes
+  return solve_steps(args);  // no conflicts: equal symbols get equal trial sizes
+}
+
+}  // namespace
+
+std::optional<std::string> unbound_symbol_reason(const Graph& g, const std::set<std::string>& need) {
+  if (need.empty()) return std::nullopt;
+  std::vector<ShapeArg> args;
+  std::vector<std::vector<int64_t>> sizes;
+  const Bindings b = trial_bind(g, args, sizes);
   for (const std::string& s : need)
     if (!b.count(s)) return unbound_symbol_message(args, s, false);
   return std::nullopt;
+}
+
+std::vector<std::string> unbound_symbols(const Graph& g, const std::set<std::string>& need) {
+  std::vector<std::string> out;
+  if (need.empty()) return out;
+  std::vector<ShapeArg> args;
+  std::vector<std::vector<int64_t>> sizes;
+  const Bindings b = trial_bind(g, args, sizes);
+  for (const std::string& s : need)
+    if (!b.count(s)) out.push_back(s);
+  return out;
 }
 
 }  // namespace autofuse

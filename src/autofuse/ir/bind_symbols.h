@@ -35,7 +35,10 @@ struct ShapeArg {
 /// symbol throws the same message for that symbol). Conflicts and size mismatches throw IRError with messages of
 /// the form "input %x: dim 1 binds s0 = 4, but it is already 3" and "input %y: dim 0 has size 8, expected
 /// 2*s0 + 1 = 9" (callers prefix their own context when they catch it). Sizes 0 and 1 bind like any other size.
-Bindings bind_shape_symbols(const std::vector<ShapeArg>& args, const std::set<std::string>* need);
+/// `seed` (may be null): values the caller already knows (a kernel's given symbols, Kernel::run), bound before step 1
+/// and checked like any other binding.
+Bindings bind_shape_symbols(const std::vector<ShapeArg>& args, const std::set<std::string>* need,
+                            const Bindings* seed = nullptr);
 
 /// The message for symbol `s` missing from the bindings: "size symbol s is not determined by the input sizes", then
 /// where it appears: "; input %x dim 2 is s1 - floordiv(s1, 2) (size 23), which does not determine it (...)" for the
@@ -56,5 +59,10 @@ std::set<std::string> symbols_needed_to_run(const Graph& g);
 /// Returns nullopt when it does, else the unbound_symbol_message of the first symbol it does not. Used at compile
 /// time, so that a kernel that could not bind a symbol at launch is refused before its first run.
 std::optional<std::string> unbound_symbol_reason(const Graph& g, const std::set<std::string>& need);
+
+/// The symbols of `need` that a launch of g cannot bind from its input sizes (same trial as unbound_symbol_reason),
+/// in name order; empty when it binds them all. A kernel with such symbols takes their values from its caller
+/// (Kernel::given_symbols: e.g. s0 of an output [s0, s1, 32] whose only input is [s0*s1, 32]).
+std::vector<std::string> unbound_symbols(const Graph& g, const std::set<std::string>& need);
 
 }  // namespace autofuse

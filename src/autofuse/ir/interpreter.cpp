@@ -195,7 +195,7 @@ std::vector<int64_t> eval_sizes(const Node& n, const Bindings& b) {
 
 }  // namespace
 
-Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs) {
+Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, const Bindings* given) {
   const std::vector<ValueId> ins = g.inputs();
   if (ins.size() != inputs.size())
     throw IRError("graph " + g.name() + " takes " + std::to_string(ins.size()) + " inputs, got " +
@@ -215,7 +215,11 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs) {
   args.reserve(ins.size());
   for (size_t k = 0; k < ins.size(); ++k) args.push_back(ShapeArg{&g.node(ins[k]), &inputs[k].sizes});
   const std::set<std::string> need = symbols_needed_to_run(g);
-  return bind_shape_symbols(args, &need);
+  Bindings seed;
+  if (given != nullptr)
+    for (const auto& [name, v] : *given)
+      if (need.count(name)) seed[name] = v;
+  return bind_shape_symbols(args, &need, seed.empty() ? nullptr : &seed);
 }
 
 std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b) {
@@ -275,8 +279,8 @@ std::vector<Value> run(const Graph& g, const std::vector<HostTensor>& inputs, co
 }  // namespace
 
 std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
-                                  const InterpretOptions& options) {
-  const Bindings b = bind_symbols(g, inputs);
+                                  const InterpretOptions& options, const Bindings* given) {
+  const Bindings b = bind_symbols(g, inputs, given);
   std::vector<Value> vals = run(g, inputs, b, options.precision);
   std::vector<HostTensor> out;
   for (const Value& v : vals) {
@@ -288,8 +292,8 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
 }
 
 void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
-                    const InterpretOptions& options) {
-  const Bindings b = bind_symbols(g, inputs);
+                    const InterpretOptions& options, const Bindings* given) {
+  const Bindings b = bind_symbols(g, inputs, given);
   if (outputs.size() != g.outputs().size())
     throw IRError("graph " + g.name() + " has " + std::to_string(g.outputs().size()) + " outputs, got " +
                   std::to_string(outputs.size()) + " output tensors");

@@ -32,7 +32,9 @@ namespace autofuse {
 /// must evaluate to the tensor's size). Throws IRError naming the input when the input count, a rank, a dtype or a
 /// size conflicts, or when a symbol the graph evaluates (symbols_needed_to_run: not a symbol only in an input's
 /// `strides` hint) cannot be determined from the input sizes, naming the symbol and the input dim that uses it.
-Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs);
+/// `given` (may be null): values of symbols the input sizes do not determine (a reproducer's `--shape`, a kernel's
+/// given symbols), seeded before the steps, so the input sizes are checked against them.
+Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, const Bindings* given = nullptr);
 
 /// The concrete sizes of every graph output under the bindings, in Graph::outputs() order.
 /// Throws IRError when a size evaluates negative or a symbol is unbound.
@@ -46,13 +48,14 @@ struct InterpretOptions {
 };
 
 /// Run the graph. Inputs may have any strides (including 0 for expanded dims). Returns one new contiguous tensor per
-/// graph output, owning its storage. Throws IRError (see the header comment).
+/// graph output, owning its storage. Throws IRError (see the header comment). `given`: as for bind_symbols.
 std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
-                                  const InterpretOptions& options = {});
+                                  const InterpretOptions& options = {}, const Bindings* given = nullptr);
 
 /// Run the graph and write the outputs into caller-allocated tensors of any strides (they must have the output's
 /// dtype and sizes; checked, IRError otherwise). Outputs must not overlap the inputs or each other.
+/// `given`: as for bind_symbols.
 void interpret_into(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
-                    const InterpretOptions& options = {});
+                    const InterpretOptions& options = {}, const Bindings* given = nullptr);
 
 }  // namespace autofuse

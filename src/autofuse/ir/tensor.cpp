@@ -32,11 +32,17 @@ HostTensor HostTensor::empty(DType dtype, std::vector<int64_t> sizes) {
     if (s < 0) throw std::invalid_argument("HostTensor::empty: negative size " + std::to_string(s));
   for (int64_t s : t.sizes)
     if (s == 0) elements = 0;
+  auto overflow = [&] {
+    std::string dims;
+    for (int64_t s : t.sizes) dims += (dims.empty() ? "" : ", ") + std::to_string(s);
+    return std::length_error("tensor of sizes [" + dims + "] (" + std::string(dtype_name(dtype)) +
+                             "): its byte count overflows int64, more memory than any machine has");
+  };
   for (int64_t s : t.sizes)
-    if (elements != 0 && __builtin_mul_overflow(elements, s, &elements)) throw std::bad_alloc();
+    if (elements != 0 && __builtin_mul_overflow(elements, s, &elements)) throw overflow();
   if (__builtin_mul_overflow(std::max<int64_t>(elements, 1), static_cast<int64_t>(dtype_size(dtype)), &bytes64) ||
       bytes64 > INT64_MAX - 63)
-    throw std::bad_alloc();
+    throw overflow();
   size_t bytes = static_cast<size_t>(bytes64);
   bytes = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes);

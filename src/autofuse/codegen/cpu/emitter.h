@@ -585,6 +585,8 @@ class Emitter {
         e = "af_ldu<" + ct + ", " + st + ">(" + ptr + ", n)";
       else
         e = "af_ldn<" + ct + ", " + st + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n)";
+      // A bool byte other than 0 / 1 (a uint8 tensor viewed as bool) is true, as in eager: loaded as 0 / 1.
+      if (nd.dtype == DType::Bool) e = "af_bool(" + e + " != af_splat<uint8_t>(0))";
     } else if (nd.info().category == OpCategory::Reduce) {
       e = red_value_.at(id);
     } else if (nd.op == OpKind::Iota) {
