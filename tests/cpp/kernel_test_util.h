@@ -26,6 +26,11 @@ inline std::string with_dtype(std::string text, const std::string& dt) {
   return text;
 }
 
+/// The float dtype named "f32", "f16" or "bf16" (anything else: bf16), for tests parameterized by dtype name.
+inline DType float_dtype_of(const std::string& dt) {
+  return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : DType::BFloat16;
+}
+
 /// Restores the thread count and the forced tiling kind at scope exit (tests that change either).
 struct TilingRestore {
   int threads = get_num_threads();

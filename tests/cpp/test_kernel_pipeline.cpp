@@ -24,6 +24,7 @@ namespace {
 
 using kernel_testing::compare;
 using kernel_testing::default_tolerance;
+using kernel_testing::float_dtype_of;
 using kernel_testing::Layout;
 using kernel_testing::make_tensor;
 using kernel_testing::run_kernel;
@@ -31,10 +32,6 @@ using kernel_testing::with_dtype;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-DType dtype_of(const std::string& dt) {
-  return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : DType::BFloat16;
-}
 
 /// Sets AUTOFUSE_EXTRA_CXXFLAGS for the kernels compiled in its scope (part of the cache key), restoring it after.
 struct ScopedCxxFlags {
@@ -160,7 +157,7 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
           for (Layout l : {Layout::Contiguous, Layout::Gapped}) {
             std::mt19937_64 rng(static_cast<uint64_t>(d * 131 + rows * 7 + static_cast<int>(l)));
             std::vector<HostTensor> in;
-            in.push_back(make_tensor(dtype_of(dt), {rows, d}, l, rng));
+            in.push_back(make_tensor(float_dtype_of(dt), {rows, d}, l, rng));
             kernel_testing::fill_random(in[0], rng, false);
             if (rows == 7) {  // special rows, each special at a different column
               in[0].set_double({1, (d * 5 + 3) % d}, kNaN);
@@ -170,7 +167,7 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
               in[0].set_double({5, d - 1}, kNaN);
             }
             for (int e = 0; e < pg.extra_inputs; ++e) {
-              in.push_back(make_tensor(dtype_of(dt), {d}, Layout::Contiguous, rng));
+              in.push_back(make_tensor(float_dtype_of(dt), {d}, Layout::Contiguous, rng));
               kernel_testing::fill_random(in.back(), rng, false);
             }
             const std::string what = std::string(pg.name) + " " + dt + " rows=" + std::to_string(rows) +
@@ -188,10 +185,10 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
       // 0 rows, and rows of 0 elements
       for (std::vector<int64_t> sz : std::vector<std::vector<int64_t>>{{0, 64}, {3, 0}}) {
         std::mt19937_64 rng(5);
-        std::vector<HostTensor> in{make_tensor(dtype_of(dt), sz, Layout::Contiguous, rng)};
+        std::vector<HostTensor> in{make_tensor(float_dtype_of(dt), sz, Layout::Contiguous, rng)};
         kernel_testing::fill_random(in[0], rng, false);
         for (int e = 0; e < pg.extra_inputs; ++e) {
-          in.push_back(make_tensor(dtype_of(dt), {sz[1]}, Layout::Contiguous, rng));
+          in.push_back(make_tensor(float_dtype_of(dt), {sz[1]}, Layout::Contiguous, rng));
           kernel_testing::fill_random(in.back(), rng, false);
         }
         auto want = run_kernel(*plain, in);

@@ -21,6 +21,7 @@ namespace {
 
 using kernel_testing::compare;
 using kernel_testing::default_tolerance;
+using kernel_testing::float_dtype_of;
 using kernel_testing::Layout;
 using kernel_testing::make_tensor;
 using kernel_testing::run_kernel;
@@ -28,10 +29,6 @@ using kernel_testing::with_dtype;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-DType dtype_of(const std::string& dt) {
-  return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : DType::BFloat16;
-}
 
 const char* kSoftmax = R"(graph softmax(%x: DT[s0, s1]) {
   %xf = cast(%x) {dtype=f32}
@@ -97,7 +94,7 @@ TEST(KernelShortRows, SoftmaxAtEveryShortLengthWithSpecialRows) {
     for (int64_t d : kShortLengths) {
       std::mt19937_64 rng(static_cast<uint64_t>(d) * 31 + dt.size());
       const int64_t rows = 12;
-      HostTensor x = make_tensor(dtype_of(dt), {rows, d}, Layout::Contiguous, rng);
+      HostTensor x = make_tensor(float_dtype_of(dt), {rows, d}, Layout::Contiguous, rng);
       fill(x, rng);
       x.set_double({1, (d * 5 + 3) % d}, kNaN);
       x.set_double({2, (d * 3 + 1) % d}, kInf);
@@ -158,7 +155,7 @@ TEST(KernelShortRows, RowMaxWithoutNaNSelectsKeepsEagerNaNs) {
       for (int64_t d : {1, 3, 16, 32, 33, 64, 100, 4096 + 5}) {
         std::mt19937_64 rng(static_cast<uint64_t>(d) * 13 + dt.size());
         const int64_t rows = 8;
-        HostTensor x = make_tensor(dtype_of(dt), {rows, d}, Layout::Contiguous, rng);
+        HostTensor x = make_tensor(float_dtype_of(dt), {rows, d}, Layout::Contiguous, rng);
         fill(x, rng);
         x.set_double({0, d - 1}, kNaN);  // last column (the tail)
         x.set_double({1, 0}, kNaN);      // first column
@@ -185,9 +182,9 @@ TEST(KernelShortRows, NormsAtEveryShortLength) {
     auto rms = Kernel::compile(parse_graph(with_dtype(kRmsNorm, dt)));
     for (int64_t d : kShortLengths) {
       std::mt19937_64 rng(static_cast<uint64_t>(d) * 17 + dt.size());
-      HostTensor x = make_tensor(dtype_of(dt), {9, d}, Layout::Contiguous, rng);
-      HostTensor w = make_tensor(dtype_of(dt), {d}, Layout::Contiguous, rng);
-      HostTensor b = make_tensor(dtype_of(dt), {d}, Layout::Contiguous, rng);
+      HostTensor x = make_tensor(float_dtype_of(dt), {9, d}, Layout::Contiguous, rng);
+      HostTensor w = make_tensor(float_dtype_of(dt), {d}, Layout::Contiguous, rng);
+      HostTensor b = make_tensor(float_dtype_of(dt), {d}, Layout::Contiguous, rng);
       fill(x, rng);
       fill(w, rng);
       fill(b, rng);
@@ -225,7 +222,7 @@ TEST(KernelShortRows, TailStoresLeaveThePaddingAlone) {
   // store must write exactly d elements of each row, in f32 and bf16.
   for (const std::string dt : {"f32", "bf16"}) {
     auto k = Kernel::compile(parse_graph(with_dtype(kSoftmax, dt)));
-    const DType t = dtype_of(dt);
+    const DType t = float_dtype_of(dt);
     for (int64_t d : {1, 5, 17, 33, 63}) {
       std::mt19937_64 rng(static_cast<uint64_t>(d) + 7);
       const int64_t rows = 6, pitch = d + 16;

@@ -296,14 +296,7 @@ void Emitter::emit_pipe_step_loop(const std::vector<std::vector<std::string>>& p
   for (int p = 2; p <= P; ++p) all += " && act" + s(p);
   open("auto af_cols = [&](auto af_all)");
   if (any_chain && !costly) {  // unrolled: vector u of a group into chain u, as emit_pass_loops does
-    open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
-    for (int c = 0; c < kRowChains; ++c) {
-      open("");
-      body(false, c);
-      line(ia + " += AF_W;");
-      close();
-    }
-    close();
+    emit_chain_group(ia, [&](int c) { body(false, c); });
   } else if (any_chain) {  // rolled (one copy of the costly code): the chains rotate after each vector instead
     open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
     line("#pragma GCC unroll 1");

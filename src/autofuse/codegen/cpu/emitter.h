@@ -104,6 +104,19 @@ class Emitter {
     --ind_;
     line("}");
   }
+  /// A group of kRowChains unrolled vectors (the row loops' and the pipelined loop's chain groups): while a whole
+  /// group remains before `be`, vector c goes to chain c (`body(c)` emits it), then `ia` advances one vector.
+  template <class Body>
+  void emit_chain_group(const std::string& ia, Body&& body) {
+    open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
+    for (int c = 0; c < kRowChains; ++c) {
+      open("");
+      body(c);
+      line(ia + " += AF_W;");
+      close();
+    }
+    close();
+  }
 
   /// Declare, for every operand, the offset after adding index i<a> along axis a (if the operand varies there).
   void advance_offsets(int a, const std::string& prefix) {
@@ -406,16 +419,7 @@ class Emitter {
         advance_offsets(a, "o");
         emit_pass_body(p, accs, need, cascade, tail, "rl" + s(a), stash_mode, chain);
       };
-      if (chains) {
-        open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
-        for (int c = 0; c < kRowChains; ++c) {
-          open("");
-          body(false, c);
-          line(ia + " += AF_W;");
-          close();
-        }
-        close();
-      }
+      if (chains) emit_chain_group(ia, [&](int c) { body(false, c); });
       for (int tail = 0; tail < (inner_ ? 2 : 1); ++tail) {
         if (!tail)
           open("for (; " + ia + " + " + step + " <= be; " + ia + " += " + step + ")");
