@@ -17,6 +17,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
+from .lowering import BY_DESIGN_REASON
+
 
 @dataclass
 class KernelInfo:
@@ -42,10 +44,6 @@ class GraphBreak:
         return f"{where}: {self.reason}"
 
 
-#: How lowering.py words the reason of an extern by design (matmul, convolution), as opposed to a fallback.
-BY_DESIGN = "extern by design"
-
-
 @dataclass
 class ExplainReport:
     """The result of explain(): counts, kernels, fallbacks ``(op, reason)``, and per-graph mode/reason."""
@@ -66,7 +64,7 @@ class ExplainReport:
     def by_design(self) -> List[Tuple[str, str]]:
         """The ATen calls that are externs by design (matmul, convolution: compute-bound ops left to ATen), a subset
         of ``fallbacks``."""
-        return [f for f in self.fallbacks if f[1].startswith(BY_DESIGN)]
+        return [f for f in self.fallbacks if f[1] == BY_DESIGN_REASON]
 
     @property
     def fallback_count(self) -> int:

@@ -119,7 +119,9 @@ def register(*targets):
     return deco
 
 
-#: Ops that are ATen calls by design (the compute-bound part): reported as fallbacks with this reason.
+#: The fallback reason of an op in EXTERN_BY_DESIGN (explain() counts these apart from fallbacks proper).
+BY_DESIGN_REASON = "extern by design: compute-bound op stays an ATen call"
+#: Ops that are ATen calls by design (the compute-bound part): reported as fallbacks with BY_DESIGN_REASON.
 EXTERN_BY_DESIGN = {
     "mm", "bmm", "addmm", "baddbmm", "convolution", "convolution_backward", "embedding", "embedding_dense_backward",
     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
@@ -348,7 +350,7 @@ class Lowerer:
         reason = None
         if fn is None:
             name = op_name(node.target).split(".")[-1]
-            reason = ("extern by design: compute-bound op stays an ATen call" if name in EXTERN_BY_DESIGN
+            reason = (BY_DESIGN_REASON if name in EXTERN_BY_DESIGN
                       else "no Autofuse lowering for this op")
         else:
             try:

@@ -206,14 +206,13 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
             if strict:
                 raise k
             st.info["error"] = str(k)
-            if "cache directory" in str(k) or "AUTOFUSE_CACHE_DIR" in str(k) or "cache path" in str(k):
-                # one cause for every kernel: say it once, as what it is
+            if isinstance(k, getattr(core, "CacheDirError", ())):  # one cause for every kernel: say it once
                 if not _CACHE_WARNED:
                     _CACHE_WARNED.append(True)
                     warnings.warn(f"autofuse: the kernel cache cannot be used, so no kernel can be loaded and every "
                                   f"fused group runs in ATen: {k}")
                 continue
-            what = "cannot be made a kernel" if type(k).__name__ == "IRError" else "failed to compile"
+            what = "cannot be made a kernel" if isinstance(k, getattr(core, "IRError", ())) else "failed to compile"
             warnings.warn(f"autofuse: kernel {st.name} {what}; its ops run in ATen: {k}")
             continue
         st.kernel = k
