@@ -382,6 +382,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     keep |= set(lg.arg_nodes.values()) | set(lg.const_inputs) | {c[0] for c in lg.index_checks}
     owned = owned_bases(lg, steps, views, out_views, lambda o: o not in layouts)
     owned -= aliased_reads(lg, steps, reads)  # a host view or other extern of it may outlive its last read
+    owned -= {views.layout[w][0] for w in views.emit}  # a materialized view of it could be returned or read later
     checked = {v for v in lg.arg_nodes.values()} | set(lg.const_inputs)
     L.extend(_check_lines(lg, checked))
     launches = 0  # kernel steps: counted once per call, before the return

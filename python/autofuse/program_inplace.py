@@ -92,6 +92,7 @@ def aliased_reads(lg, steps, reads) -> Set[int]:
 def plan_inplace(lg, st, k: int, views, last_use: Dict[int, List[int]], owned: Set[int], keep: Set[int],
                  spec) -> Optional[int]:
     """The base variable kernel step ``st`` (index ``k``) may write its single output over, or None (module doc).
+    ``owned``: owned_bases without aliased_reads and without bases of materialized views (program.py).
     ``spec``: whether the step takes view specs (its folded-view inputs arrive as views of their bases); ``keep``:
     graph inputs / outputs, mutation targets and expanded outputs (never overwritten)."""
     if not spec or st.kernel is None or len(st.outputs) != 1 or not lanewise(st.kernel):
@@ -113,11 +114,10 @@ def plan_inplace(lg, st, k: int, views, last_use: Dict[int, List[int]], owned: S
             static = all(isinstance(d, int) for d in n.shape)
             lay = (tuple(int(d) for d in n.shape), tuple(views.bases.get(i, ())), 0) if static else None
         seen[base] = lay if seen.get(base, lay) == lay else None
-    emitted = {views.layout[w][0] for w in views.emit}
     dying = set(last_use.get(k, ()))
     for base, lay in seen.items():
         b = lg.nodes[base]
-        if (lay == want and base in owned and base in dying and base not in keep and base not in emitted
+        if (lay == want and base in owned and base in dying and base not in keep
                 and b.op != "input" and b.dtype == out.dtype and _numel(b.shape) == _numel(shape)):
             return base
     return None
