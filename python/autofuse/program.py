@@ -30,7 +30,7 @@ from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, plan_linear
-from .program_outputs import plan_output_views
+from .program_outputs import contiguous_strides, plan_output_views
 from .program_inplace import aliased_reads, owned_bases, plan_inplace
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
@@ -271,15 +271,6 @@ def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
 _EMPTY_STRIDED = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_empty_strided_cpu", None)
 
 
-def _contiguous_strides(shape) -> Tuple[int, ...]:
-    """Row-major strides (elements) of the static ``shape``."""
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= max(int(d), 1)
-    return tuple(reversed(out))
-
-
 def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
     """Indices of the host steps the program runs inline (every node has a host_expr)."""
     return {k for k, st in enumerate(steps)
@@ -306,12 +297,12 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
             if not all(isinstance(d, int) for d in n.shape):
                 continue
             if st.kind == "kernel":
-                known[v] = dense_strides(n.shape, layouts[v][0]) if v in layouts else _contiguous_strides(n.shape)
+                known[v] = dense_strides(n.shape, layouts[v][0]) if v in layouts else contiguous_strides(n.shape)
                 continue
             val = n.fx.meta.get("val") if n.fx is not None and n.item is None else None
             if (str(n.fx.target) in EXTERN_CONTIGUOUS and isinstance(val, torch.Tensor)
                     and tuple(val.shape) == tuple(n.shape) and val.is_contiguous()):
-                known[v] = _contiguous_strides(n.shape)
+                known[v] = contiguous_strides(n.shape)
     readers.update(v for kind, v in lg.outputs if kind == "node")
     readers.update(lg.expand_outputs.values())
     readers.update(v for pair in lg.mutations for v in pair)
@@ -399,7 +390,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
             outs = []
             over = None  # a dead input's buffer the single output is written over (program_inplace.py)
             if owned and not any(o in layouts for o in st.outputs) and all(
-                    views.layout[out_views[o]][2] == _contiguous_strides(views.layout[out_views[o]][1])
+                    views.layout[out_views[o]][2] == contiguous_strides(views.layout[out_views[o]][1])
                     for o in st.outputs if o in out_views):
                 over = plan_inplace(lg, st, k, views, last_use, owned, keep, spec)
             for o in st.outputs:
@@ -409,7 +400,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                 outs.append(f"v{o}")
                 if over is not None and o not in out_views:
                     shape = tuple(int(d) for d in n.shape)
-                    L.append(f"    v{o} = RT(v{over}, {shape!r}, {_contiguous_strides(shape)!r}, 0)  # in place")
+                    L.append(f"    v{o} = RT(v{over}, {shape!r}, {contiguous_strides(shape)!r}, 0)  # in place")
                 elif o in out_views:  # allocated as the view its reader wants; the kernel gets a spec of it
                     w = out_views[o]
                     _, sizes, strides, _ = views.layout[w]
@@ -418,9 +409,9 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                     else:
                         L.append(f"    v{w} = ESC({sizes!r}, {strides!r}, {e.const(n.dtype, 'D')})")
                     L.append(f"    v{o} = v{w}")
-                    outs[-1] = e.view_spec((w, tuple(n.shape), _contiguous_strides(n.shape), 0))
+                    outs[-1] = e.view_spec((w, tuple(n.shape), contiguous_strides(n.shape), 0))
                 elif layout is None and static and _EMPTY_STRIDED is not None:  # ~1/3 of torch.empty's cost
-                    L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {_contiguous_strides(n.shape)!r}, "
+                    L.append(f"    v{o} = ESC({shape_py(lg, n.shape)}, {contiguous_strides(n.shape)!r}, "
                              f"{e.const(n.dtype, 'D')})")
                 elif layout is None:
                     L.append(f"    v{o} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})")

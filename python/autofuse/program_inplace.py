@@ -28,7 +28,9 @@ Measured (docs/demo.md, session 8): LLaMA-style 4x128 1.2-1.6 % per call faster,
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set
+
+from .program_outputs import contiguous_strides, numel
 
 #: IR ops an in-place kernel may contain besides its inputs and constants (lane-wise, same index in and out).
 _SOURCES = {"input", "constant"}
@@ -37,15 +39,6 @@ _ALLOWED_CATEGORIES = {"elementwise", "broadcast"}
 #: ATen targets whose results are fresh buffers the program owns (a subset of program_views.EXTERN_CONTIGUOUS).
 FRESH_EXTERNS = {"aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.baddbmm.default",
                  "aten.embedding.default", "aten.cat.default"}
-
-
-def row_major(shape) -> Tuple[int, ...]:
-    """Row-major strides (elements) of the static ``shape``."""
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= max(int(d), 1)
-    return tuple(reversed(out))
 
 
 def lanewise(kernel) -> bool:
@@ -70,7 +63,7 @@ def owned_bases(lg, steps, views, out_views: Dict[int, int], kernel_ok) -> Set[i
                 if n.item is None and n.fx is not None and str(n.fx.target) in FRESH_EXTERNS:
                     out.add(v)
     return {b for b in out if b in views.bases and all(isinstance(d, int) for d in lg.nodes[b].shape)
-            and tuple(views.bases[b]) == row_major(lg.nodes[b].shape)}
+            and tuple(views.bases[b]) == contiguous_strides(lg.nodes[b].shape)}
 
 
 def aliased_reads(lg, steps, reads) -> Set[int]:
@@ -102,7 +95,7 @@ def plan_inplace(lg, st, k: int, views, last_use: Dict[int, List[int]], owned: S
     if o in keep or not all(isinstance(d, int) for d in out.shape):
         return None
     shape = tuple(int(d) for d in out.shape)
-    want = (shape, row_major(shape), 0)
+    want = (shape, contiguous_strides(shape), 0)
     seen: Dict[int, Any] = {}  # base -> the layout this kernel reads it in (None: more than one)
     for i in st.inputs:
         if i in views.layout:
@@ -118,13 +111,7 @@ def plan_inplace(lg, st, k: int, views, last_use: Dict[int, List[int]], owned: S
     for base, lay in seen.items():
         b = lg.nodes[base]
         if (lay == want and base in owned and base in dying and base not in keep
-                and b.op != "input" and b.dtype == out.dtype and _numel(b.shape) == _numel(shape)):
+                and b.op != "input" and b.dtype == out.dtype and numel(b.shape) == numel(shape)):
             return base
     return None
 
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n

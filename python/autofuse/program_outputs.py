@@ -62,17 +62,15 @@ def plan_output_views(lg, steps, views, direct: set, distinct: set, takes_specs)
                 continue
             for w in by_base.get(o, []):
                 _, sizes, strides, offset = views.layout[w]
-                numel = 1
-                for d in sizes:
-                    numel *= d
-                whole = numel == _numel(shape) and offset == 0
+                whole = numel(sizes) == numel(shape) and offset == 0
                 if w not in distinct and w not in out.values() and whole and is_dense(sizes, strides):
                     out[o] = w
                     break
     return out
 
 
-def _numel(shape) -> int:
+def numel(shape) -> int:
+    """Element count of the static ``shape``."""
     n = 1
     for d in shape:
         n *= int(d)
