@@ -73,7 +73,14 @@ std::shared_ptr<Kernel> Kernel::build_concat(const Graph& g) {
   if (auto w = unbound_symbol_reason(g, concat_launch_symbols(g, *split)))
     throw IRError("kernel " + g.name() + ": " + *w);
   std::vector<std::shared_ptr<Kernel>> parts;
-  for (const ConcatSegment& s : split->segments) parts.push_back(build(s.graph));
+  for (const ConcatSegment& s : split->segments) {
+    parts.push_back(build(s.graph));
+    // A segment runs with its own inputs' bindings only (run_concat passes no given symbols): one whose inputs
+    // cannot bind a symbol it evaluates refuses the whole kernel, as before kernels took given symbols.
+    if (!parts.back()->given_symbols_.empty())
+      throw IRError("kernel " + g.name() + ": segment " + s.graph.name() + ": " +
+                    unbound_symbol_reason(s.graph, symbols_needed_to_run(s.graph)).value_or("unbound size symbol"));
+  }
   auto p = std::make_shared<const ConcatParts>(make_parts(g, std::move(*split), std::move(parts)));
   return std::shared_ptr<Kernel>(new Kernel(g, p));
 }
