@@ -66,7 +66,8 @@ __attribute__((target("avx512f,avx512dq,avx512vl"))) double block_max(const floa
     const __m256i e = _mm256_max_epu32(_mm256_srli_epi32(_mm256_castps_si256(rf), 23), one);
     const __m512d iu = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_sub_epi64(bias, _mm512_cvtepu32_epi64(e)), 52));
     __m512d d = _mm512_mul_pd(_mm512_andnot_pd(sign, _mm512_sub_pd(yv, rv)), iu);
-    const __mmask8 both_inf = _mm512_cmp_pd_mask(yv, inf, _CMP_EQ_OQ) & _mm512_cmp_pd_mask(_mm512_cvtps_pd(rf), inf, _CMP_EQ_OQ);
+    const __mmask8 both_inf =
+        _mm512_cmp_pd_mask(yv, inf, _CMP_EQ_OQ) & _mm512_cmp_pd_mask(_mm512_cvtps_pd(rf), inf, _CMP_EQ_OQ);
     d = _mm512_mask_mov_pd(d, both_inf, _mm512_setzero_pd());
     d = _mm512_mask_mov_pd(d, _mm512_cmp_pd_mask(d, d, _CMP_UNORD_Q), inf);
     acc = _mm512_max_pd(acc, d);
@@ -102,9 +103,7 @@ TEST(KernelExpExhaustive, EveryFloatFromMinus104To89WithinOneUlp) {
   auto k = Kernel::compile(parse_graph(
       "graph e(%x: f32[s0]) {\n  %y = exp(%x)\n  %xd = cast(%x) {dtype=f64}\n  %r = exp(%xd)\n  return %y, %r\n}"));
   // Bit ranges: -0 .. -104 (0x80000000 .. 0xc2d00000) and the smallest positive subnormal .. 89 (.. 0x42b20000).
-  const struct {
-    uint32_t lo, hi;
-  } ranges[] = {{0x80000000u, 0xc2d00000u}, {0x00000001u, 0x42b20000u}};
+  const struct { uint32_t lo, hi; } ranges[] = {{0x80000000u, 0xc2d00000u}, {0x00000001u, 0x42b20000u}};
   const size_t chunk = size_t{1} << 22;
   std::vector<float> xs(chunk), ys(chunk);
   std::vector<double> rs(chunk);
