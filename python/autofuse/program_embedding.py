@@ -36,9 +36,6 @@ def embedding_lines(lg, v: int, alloc: Callable[[int], str]) -> Optional[List[st
     allocation (``alloc(v)``: a contiguous tensor of the node's shape and dtype) and ``GR(weight, indices, out)``;
     None when the node is not an embedding the gather covers (it then stays an ATen call): the gather is
     unavailable, the weight is not a 2-d tensor or the indices not int64 / int32 tensors of the program."""
-    import os  # TEMP A/B switch (ovh10), removed before merge
-    if os.environ.get("OVH10_GATHER") == "0":
-        return None
     n = lg.nodes[v]
     fx = n.fx
     if GATHER_ROWS_FN is None or fx is None or n.item is not None or fx.target is not aten.embedding.default:
