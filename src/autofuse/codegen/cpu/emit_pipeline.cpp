@@ -32,16 +32,24 @@ bool Emitter::pass_costly(int p) const {
 bool Emitter::pass_chained(int p) const { return chained(accumulating(p)) && !pass_costly(p); }
 
 // The pipelined loop is compiled by default (`#ifndef AF_NO_PIPELINE_ROWS`) only when a pass after the first computes
-// a transcendental from the row (softmax's exp) and the last pass (the one writing the outputs) reads no row of an
-// input from memory, only the stash: softmax (f32, bf16) and bf16 log-softmax, 5-10 % faster at DRAM size (session 8,
-// perf9, docs/codegen.md). Where the last pass re-reads an older input row (f32 log-softmax, f32 layer norm) it was
-// 5-15 % slower, and with only cheap passes (layer norm, rms norm) no faster: those keep the row loop unless compiled
-// with -DAF_PIPELINE_ROWS.
+// a transcendental from the row (softmax's exp), an input is f16 / bf16 (stashed widened), and the last pass (the
+// one writing the outputs) reads no row of an input from memory, only the stash: bf16 softmax and log-softmax, 8-10 %
+// faster at DRAM size (session 8, perf9, docs/codegen.md). Where the last pass re-reads an older input row (f32
+// log-softmax, f32 layer norm) it was 5-15 % slower, and with only cheap passes (layer norm, rms norm) no faster.
+// f32 softmax gained 4-5 % with the session 8 exp, but with session 9's cheaper exp the row loop is 3-11 % faster
+// at DRAM size (perf10, three windows, docs/codegen.md). Those keep the row loop unless compiled with
+// -DAF_PIPELINE_ROWS.
 bool Emitter::pipe_by_default() const {
   const int P = num_passes_;
   bool costly = false;
   for (int p = 2; p <= P; ++p) costly = costly || pass_costly(p);
   if (!costly) return false;
+  bool narrow = false;
+  for (int k = 0; k < nest_.num_inputs; ++k) {
+    const DType t = g_.node(nest_.operands[static_cast<size_t>(k)]).dtype;
+    narrow = narrow || t == DType::Float16 || t == DType::BFloat16;
+  }
+  if (!narrow) return false;
   const std::vector<bool> need = needed_in_pass(P, true);
   for (int k = 0; k < nest_.num_inputs; ++k) {
     const ValueId v = nest_.operands[static_cast<size_t>(k)];
