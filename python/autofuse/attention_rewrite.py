@@ -183,16 +183,98 @@ def _match(o: torch.fx.Node) -> Optional[Tuple[List[torch.fx.Node], tuple, dict]
     return chain, (q, k, v), {"attn_mask": mask, "dropout_p": 0.0, "is_causal": False, "scale": scale}
 
 
+#: An additive mask entry at or below this counts as "masked out": exp() of it underflows to exactly 0 in float32
+#: whatever the scores are (float32's smallest normal is about e^-87), so the row's softmax ignores that key.
+_MASKED_OUT = -1e30
+
+
+def _constant_value(n: torch.fx.Node) -> Optional[torch.Tensor]:
+    """The value of ``n`` when it depends on no graph input (only on constants: arange, comparisons, where, ...),
+    computed now by running its producers; None when it depends on an input, a module attribute, or something that
+    cannot run here (a symbolic size under dynamic shapes is an input's size: also None)."""
+    order: List[torch.fx.Node] = []
+    seen = set()
+
+    def visit(x: torch.fx.Node) -> bool:
+        if x in seen:
+            return True
+        seen.add(x)
+        if x.op not in ("call_function", "call_method"):
+            return False
+        deps = [d for d in x.all_input_nodes]
+        if not all(visit(d) for d in deps):
+            return False
+        order.append(x)
+        return True
+
+    if not visit(n) or len(order) > 64:
+        return None
+    env: dict = {}
+    load = lambda a: torch.fx.node.map_arg(a, lambda d: env[d])  # noqa: E731
+    try:
+        with torch.no_grad():
+            for x in order:
+                args, kwargs = load(x.args), load(x.kwargs)
+                env[x] = x.target(*args, **kwargs) if x.op == "call_function" else \
+                    getattr(args[0], x.target)(*args[1:], **kwargs)
+    except Exception:  # noqa: BLE001 - anything that cannot run on concrete values here is simply not a constant
+        return None
+    v = env[n]
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def _is_causal_mask(mask: torch.Tensor, s: int, l: int) -> bool:
+    """``mask`` (additive, broadcast to [.., S, L]) is exactly the causal mask with S == L: 0 at key j <= query i,
+    at most _MASKED_OUT above the diagonal, in every leading (batch, head) slice."""
+    if s != l or mask.dim() < 2 or tuple(mask.shape[-2:]) != (s, l):
+        return False
+    keep = torch.ones(s, l, dtype=torch.bool).tril()
+    m = mask.float()
+    return bool((m[..., keep] == 0).all()) and bool((m[..., ~keep] <= _MASKED_OUT).all())
+
+
+def _causal_static(q: torch.fx.Node, k: torch.fx.Node, mask: Optional[torch.fx.Node], cache: dict) -> bool:
+    """The mask node is a constant causal mask for these static sizes (evaluated once per mask node)."""
+    if mask is None:
+        return False
+    qm, km = _meta(q), _meta(k)
+    s, l = qm.shape[2], km.shape[2]
+    if not isinstance(s, int) or not isinstance(l, int):
+        return False
+    if mask not in cache:
+        value = _constant_value(mask)
+        cache[mask] = value is not None and _is_causal_mask(value, s, l)
+    return cache[mask]
+
+
+def _erase_unused(graph: torch.fx.Graph, n: torch.fx.Node) -> None:
+    """Erase ``n`` if nothing uses it, then its producers that become unused (only pure calls: the mask's)."""
+    if n.users or n.op not in ("call_function", "call_method"):
+        return
+    deps = list(n.all_input_nodes)
+    graph.erase_node(n)
+    for d in deps:
+        _erase_unused(graph, d)
+
+
 def rewrite(gm: torch.fx.GraphModule) -> int:
-    """Replace every matching attention chain of ``gm`` (module doc) in place; returns how many were replaced."""
+    """Replace every matching attention chain of ``gm`` (module doc) in place; returns how many were replaced.
+
+    A mask that is a constant (it depends on no input) and equals the causal mask at static sizes becomes
+    ``is_causal=True`` (the flash kernel then skips the blocks above the diagonal and reads no mask); its producers
+    are erased when nothing else uses them."""
     if not ENABLED:
         return 0
-    count = 0
+    count, causal_cache, masks = 0, {}, []
     for o in list(gm.graph.nodes):
         found = _match(o)
         if found is None:
             continue
         chain, args, kwargs = found
+        mask = kwargs["attn_mask"]
+        if _causal_static(args[0], args[1], mask, causal_cache):
+            kwargs = {**kwargs, "attn_mask": None, "is_causal": True}
+            masks.append(mask)
         with gm.graph.inserting_before(o):
             new = gm.graph.call_function(F.scaled_dot_product_attention, args, kwargs)
         new.meta = dict(o.meta)
@@ -200,6 +282,8 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         for dead in chain:  # from the second matmul back to the first: each is unused once its user is gone
             gm.graph.erase_node(dead)
         count += 1
+    for mask in dict.fromkeys(masks):
+        _erase_unused(gm.graph, mask)
     if count:
         gm.graph.lint()
         gm.recompile()

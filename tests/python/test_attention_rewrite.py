@@ -197,3 +197,32 @@ def test_dynamic_sequence_lengths_compile_no_new_kernels():
     assert _core.cache_stats().compiles == before
     recs = backend.RECORDS[start:]
     assert len(recs) == 1 and FLASH in {op for op, _ in recs[0].fallbacks}, [r.name for r in recs]
+
+
+def _index_mask(s: int, dtype, offset: int = 0, window: int | None = None) -> torch.Tensor:
+    """An additive mask built inside the compiled function from aranges, as transformers builds its causal mask:
+    key j is kept for query i when j <= i + offset (and i - j < window when a window is given)."""
+    qi = torch.arange(s)[None, None, :, None]
+    kj = torch.arange(s)[None, None, None, :]
+    keep = kj <= qi + offset
+    if window is not None:
+        keep = keep & (qi - kj < window)
+    return torch.where(keep.expand(2, -1, s, s), torch.zeros((), dtype=dtype), torch.finfo(dtype).min)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kind", ["causal", "offset", "window"])
+def test_constant_mask_becomes_is_causal_only_when_it_is_causal(dtype, kind):
+    """A mask computed from constants is evaluated at compile time: the causal one becomes is_causal=True (no mask
+    kernel left); a shifted or windowed one stays a mask. Outputs match eager either way."""
+    gen = torch.Generator().manual_seed(SEED)
+    s = 24
+    q, k, v = _qkv(2, 3, s, 16, dtype, gen)
+    kw = {"causal": {}, "offset": {"offset": 3}, "window": {"window": 5}}[kind]
+    fn = lambda q, k, v: _attention(q, k, v, mask=_index_mask(s, dtype, **kw))  # noqa: E731
+    rep = autofuse.explain(fn, q, k, v)
+    assert [op for op, _ in rep.by_design] == [FLASH], rep.fallbacks
+    kernels_with_where = [kinfo.name for kinfo in rep.kernels if "where" in kinfo.ops]
+    assert (kernels_with_where == []) == (kind == "causal"), (kind, kernels_with_where)
+    ref64 = _attention(q.double(), k.double(), v.double(), mask=_index_mask(s, torch.float64, **kw))
+    _check(rep.output, fn(q, k, v), ref64, dtype)
