@@ -187,6 +187,8 @@ def _match(o: torch.fx.Node) -> Optional[Tuple[List[torch.fx.Node], tuple, dict]
 #: An additive mask entry at or below this counts as "masked out": exp() of it underflows to exactly 0 in float32
 #: whatever the scores are (float32's smallest normal is about e^-87), so the row's softmax ignores that key.
 _MASKED_OUT = -1e30
+#: Largest mask (elements) evaluated at compile time: 16 Mi elements, 64 MB in fp32 (a 4 x 1 x 2048 x 2048 mask).
+_MAX_EVALUATED = 1 << 24
 
 
 def _constant_value(n: torch.fx.Node) -> Optional[torch.Tensor]:
@@ -243,7 +245,9 @@ def _causal_static(q: torch.fx.Node, k: torch.fx.Node, mask: Optional[torch.fx.N
     if not isinstance(s, int) or not isinstance(l, int):
         return False
     if mask not in cache:
-        value = _constant_value(mask)
+        mm = _meta(mask)
+        small = mm is not None and all(isinstance(d, int) for d in mm.shape) and mm.numel() <= _MAX_EVALUATED
+        value = _constant_value(mask) if small else None
         cache[mask] = value is not None and _is_causal_mask(value, s, l)
     return cache[mask]
 
