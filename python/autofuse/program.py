@@ -29,6 +29,7 @@ import torch.fx
 from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
+from .program_embedding import GATHER_ROWS_FN, embedding_lines
 from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, plan_linear
 from .program_outputs import contiguous_strides, plan_output_views
 from .program_inplace import aliased_reads, owned_bases, plan_inplace
@@ -124,7 +125,8 @@ class _Emitter:
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
                                         "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
-                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN}
+                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN,
+                                        "GR": GATHER_ROWS_FN}
         self._consts: Dict[int, str] = {}
         self._specs: Dict[Any, str] = {}
 
@@ -269,6 +271,15 @@ def host_expr(lg: LoweredGraph, n: LNode, e: "_Emitter") -> Optional[str]:
 #: torch's C++ fast path for an uninitialized CPU tensor of given sizes and strides (what Inductor's generated wrappers
 #: allocate with: no argument parsing or dispatcher); None when this torch build lacks it (``torch.empty`` is used).
 _EMPTY_STRIDED = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_empty_strided_cpu", None)
+
+
+def _alloc_contiguous(lg: LoweredGraph, e: "_Emitter", v: int) -> str:
+    """The program line allocating value ``v`` uninitialized and row-major (``ESC`` for static sizes, else
+    ``torch.empty``)."""
+    n = lg.nodes[v]
+    if _EMPTY_STRIDED is not None and all(isinstance(d, int) for d in n.shape):
+        return f"    v{v} = ESC({shape_py(lg, n.shape)}, {contiguous_strides(n.shape)!r}, {e.const(n.dtype, 'D')})"
+    return f"    v{v} = empty({shape_py(lg, n.shape)}, dtype={e.const(n.dtype, 'D')})"
 
 
 def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
@@ -449,6 +460,10 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
                     continue
                 if v in linear:
                     L.append(f"{linear[v].line(v, e.arg)}  # {fx.name} (linear)")
+                    continue
+                gather = embedding_lines(lg, v, lambda u: _alloc_contiguous(lg, e, u))
+                if gather is not None:
+                    L.extend(gather)
                     continue
                 args = [e.arg(a) for a in fx.args] + [f"{k2}={e.arg(a)}" for k2, a in fx.kwargs.items()]
                 fn = e.const(fx.target, "E")

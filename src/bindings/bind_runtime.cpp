@@ -3,11 +3,15 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <stdexcept>
+
+#include "autofuse/runtime/host_gather.h"
 #include "autofuse/runtime/host_openmp.h"
 #include "autofuse/runtime/runtime.h"
 #include "autofuse/support/env.h"
 #include "autofuse/tiling/machine.h"
 #include "bindings.h"
+#include "tensor_convert.h"
 
 namespace autofuse::bindings {
 namespace {
@@ -129,6 +133,23 @@ void bind_runtime(nb::module_& m) {
       nb::arg("source"), nb::arg("name_hint") = "kernel",
       "Compile C++ source to a loaded module through the kernel cache; raises CompileError with the compiler's "
       "output");
+  m.def(
+      "gather_rows",
+      [](nb::handle table, nb::handle indices, nb::handle out) {
+        HostTensor t = to_host_tensor(table, /*writable=*/false, "table");
+        HostTensor i = to_host_tensor(indices, /*writable=*/false, "indices");
+        HostTensor o = to_host_tensor(out, /*writable=*/true, "out");
+        try {
+          gather_rows(t, i, o);
+        } catch (const std::out_of_range& e) {
+          throw nb::index_error(e.what());
+        }
+      },
+      nb::arg("table"), nb::arg("indices"), nb::arg("out"),
+      "aten.embedding's forward into a caller-allocated tensor: out[i..., :] = table[indices[i...], :] "
+      "(runtime/host_gather.h). table: 2-d [V, D]; indices: int64/int32, any shape; out: indices.shape + (D,), the "
+      "table's dtype; any strides. Raises IndexError('index out of range in self: ...', eager's text) before writing "
+      "when an index is outside [0, V), ValueError for a rank / dtype / size mismatch.");
 }
 
 }  // namespace autofuse::bindings
