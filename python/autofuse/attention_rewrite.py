@@ -27,6 +27,12 @@ scores or probabilities used elsewhere, e.g. returned as attention weights or sa
 drops, a mask that needs a gradient, a scale that is a tensor, another order of scale and mask) is left as written.
 The flash kernel rounds differently from the written-out form (scores kept in fp32, online softmax), so results
 differ in the last bits: fp32 within ~1e-6 relative, bf16 no further from float64 than eager's own error.
+
+One rule differs from the written-out form, as in eager's own ``scaled_dot_product_attention`` and in Inductor's
+attention rewrite: a query row whose scores are all -inf (every key masked by a -inf mask, or an infinite input) gives
+0 where the written-out softmax gives NaN (tests/python/test_attention_rewrite.py shows both). Masks built with the
+dtype's finite minimum (transformers' form) are not affected. ``AUTOFUSE_ATTENTION_REWRITE=0`` keeps attention as
+written, with eager's NaN rows.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from typing import Any, List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-#: Off switch for A/B measurements and tests (module attribute, not an environment variable).
+#: Off switch for A/B measurements and tests (module attribute); ``AUTOFUSE_ATTENTION_REWRITE=0`` turns the pass off
+#: for a process (written-out attention then keeps eager's rule for rows whose scores are all -inf: NaN, see below).
 ENABLED = True
 
 _MATMUL = (torch.matmul, operator.matmul)
@@ -268,7 +275,9 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
     A mask that is a constant (it depends on no input) and equals the causal mask at static sizes becomes
     ``is_causal=True`` (the flash kernel then skips the blocks above the diagonal and reads no mask); its producers
     are erased when nothing else uses them."""
-    if not ENABLED:
+    from .env import env_bool
+
+    if not ENABLED or not env_bool("AUTOFUSE_ATTENTION_REWRITE", True):
         return 0
     count, causal_cache, masks = 0, {}, []
     for o in list(gm.graph.nodes):

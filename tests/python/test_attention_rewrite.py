@@ -62,6 +62,11 @@ def _qkv(b, h, s, d, dtype, gen, hk=None):
     return q, k, v
 
 
+def _ops(rep) -> list:
+    """Every ATen op explain() lists as run outside kernels: externs by design and fallbacks."""
+    return [op for op, _ in rep.by_design] + [op for op, _ in rep.fallbacks]
+
+
 def _check(out, eager, ref64, dtype):
     if dtype == torch.float32:
         torch.testing.assert_close(out, eager, rtol=0, atol=1e-5 * float(eager.abs().max()))
@@ -123,7 +128,7 @@ def test_left_as_written_when_the_rewrite_would_change_meaning(case):
     else:
         fn = lambda q, k, v: F.softmax((q @ k.transpose(-1, -2) + mask) * 0.5, -1) @ v  # noqa: E731
     rep = autofuse.explain(fn, q, k, v)
-    assert FLASH not in [op for op, _ in rep.fallbacks], rep.fallbacks
+    assert FLASH not in _ops(rep), (rep.by_design, rep.fallbacks)
     got = rep.output if isinstance(rep.output, tuple) else (rep.output,)
     want = fn(q, k, v)
     want = want if isinstance(want, tuple) else (want,)
@@ -139,7 +144,7 @@ def test_switch_off_keeps_the_written_form():
         rep = autofuse.explain(_attention, q, k, v)
     finally:
         attention_rewrite.ENABLED = True
-    assert FLASH not in [op for op, _ in rep.fallbacks]
+    assert FLASH not in _ops(rep), (rep.by_design, rep.fallbacks)
     assert rep.kernel_count >= 1
 
 
@@ -226,3 +231,24 @@ def test_constant_mask_becomes_is_causal_only_when_it_is_causal(dtype, kind):
     assert (kernels_with_where == []) == (kind == "causal"), (kind, kernels_with_where)
     ref64 = _attention(q.double(), k.double(), v.double(), mask=_index_mask(s, torch.float64, **kw))
     _check(rep.output, fn(q, k, v), ref64, dtype)
+
+
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_rows_with_all_scores_neg_inf(monkeypatch, switch):
+    """The one rule the rewrite changes (module doc): a query row whose scores are all -inf (a -inf mask over every
+    key, or an infinite input) gives 0 with the rewrite, as eager's SDPA does, and NaN with
+    AUTOFUSE_ATTENTION_REWRITE=0, as the written-out softmax does in eager. Other rows match eager either way."""
+    monkeypatch.setenv("AUTOFUSE_ATTENTION_REWRITE", switch)
+    gen = torch.Generator().manual_seed(SEED)
+    q, k, v = _qkv(1, 2, 6, 4, torch.float32, gen)
+    mask = torch.zeros(1, 1, 6, 6)
+    mask[..., 2, :] = float("-inf")  # query row 2 sees no key
+    fn = lambda q, k, v, m: _attention(q, k, v, mask=m)  # noqa: E731
+    rep = autofuse.explain(fn, q, k, v, mask)
+    assert (FLASH in _ops(rep)) == (switch == "1"), (rep.by_design, rep.fallbacks)
+    eager = fn(q, k, v, mask)
+    assert torch.isnan(eager[:, :, 2]).all()
+    row = rep.output[:, :, 2]
+    assert bool((row == 0).all()) if switch == "1" else bool(torch.isnan(row).all()), row
+    others = [0, 1, 3, 4, 5]
+    torch.testing.assert_close(rep.output[:, :, others], eager[:, :, others], rtol=1e-5, atol=1e-5)
