@@ -11,14 +11,18 @@
 namespace autofuse {
 
 const std::string& af_kernel_header_text() {
-  // af_kernel.inc: types, converts, arithmetic, exp; af_kernel_math.inc: tanh and erf (they use exp's core).
+  // af_kernel.inc: types, converts, arithmetic, horizontal combines; af_kernel_exp.inc: exp, division by a row
+  // value, the SLEEF wrappers; af_kernel_math.inc: tanh and erf (they use exp's core).
   static const char* const base =
 #include "autofuse/codegen/cpu/af_kernel.inc"
+      ;
+  static const char* const exp =
+#include "autofuse/codegen/cpu/af_kernel_exp.inc"
       ;
   static const char* const math =
 #include "autofuse/codegen/cpu/af_kernel_math.inc"
       ;
-  static const std::string text = std::string(base) + math;
+  static const std::string text = std::string(base) + exp + math;
   return text;
 }
 
