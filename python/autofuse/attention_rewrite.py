@@ -7,8 +7,9 @@ call: it never writes the [B, H, S, L] score and probability tensors, it keeps t
 inputs), it reads the keys in their own layout (no transposed copy), and with ``is_causal`` it skips the blocks above
 the diagonal. Measured on this machine (docs/demo.md, session 9: the demo's three models, 2 layers, with the rewrite
 off and on in one process, interleaved): 0.96-1.00 of the time in 10 of the 12 cases (model x fp32/bf16 x 1x32/4x128),
-LLaMA-style 1x32 1.02 / 0.99 (bf16 / fp32) -- within the windows' noise. So the rewrite is unconditional; like
-matmul, the attention call is an ATen call by design (lowering.EXTERN_BY_DESIGN).
+LLaMA-style 1x32 1.02 / 0.99 (bf16 / fp32) -- within the windows' noise. Like matmul, the attention call is an ATen
+call by design (lowering.EXTERN_BY_DESIGN). The pass is off by default (``AUTOFUSE_ATTENTION_REWRITE=1`` turns it
+on): the flash kernel does not keep eager's NaN rows (below), and its gain is within the windows' noise.
 
 The pass runs on the Dynamo graph (torch-level calls), before AOTAutograd, so that AOTAutograd traces the attention
 op itself: its backward (the flash backward) comes from ATen, and dynamic sizes need no rule (the kernel takes any
@@ -30,9 +31,9 @@ differ in the last bits: fp32 within ~1e-6 relative, bf16 no further from float6
 
 One rule differs from the written-out form, as in eager's own ``scaled_dot_product_attention`` and in Inductor's
 attention rewrite: a query row whose scores are all -inf (every key masked by a -inf mask, or an infinite input) gives
-0 where the written-out softmax gives NaN (tests/python/test_attention_rewrite.py shows both). Masks built with the
-dtype's finite minimum (transformers' form) are not affected. ``AUTOFUSE_ATTENTION_REWRITE=0`` keeps attention as
-written, with eager's NaN rows.
+0 where the written-out softmax gives NaN, and so does a short row (measured at 1 and 7 keys, not at 64) with a NaN
+or inf in q (tests/python/test_attention_rewrite.py shows both). Masks built with the dtype's finite minimum
+(transformers' form) are not affected. That is why the pass is off unless ``AUTOFUSE_ATTENTION_REWRITE=1``.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ from typing import Any, List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-#: Off switch for A/B measurements and tests (module attribute); ``AUTOFUSE_ATTENTION_REWRITE=0`` turns the pass off
-#: for a process (written-out attention then keeps eager's rule for rows whose scores are all -inf: NaN, see below).
-ENABLED = True
+#: Switch for A/B measurements and tests (module attribute): None follows ``AUTOFUSE_ATTENTION_REWRITE`` (default off:
+#: written-out attention keeps eager's NaN rows, see below), True / False force the pass on / off.
+ENABLED = None
 
 _MATMUL = (torch.matmul, operator.matmul)
 _SOFTMAX = (F.softmax, torch.softmax, torch.Tensor.softmax)
@@ -277,7 +278,7 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
     are erased when nothing else uses them."""
     from .env import env_bool
 
-    if not ENABLED or not env_bool("AUTOFUSE_ATTENTION_REWRITE", True):
+    if not (env_bool("AUTOFUSE_ATTENTION_REWRITE", False) if ENABLED is None else ENABLED):
         return 0
     count, causal_cache, masks = 0, {}, []
     for o in list(gm.graph.nodes):

@@ -1,6 +1,7 @@
 """The ``torch.compile`` backend: ``torch.compile(model, backend="autofuse")``.
 
-Pipeline per Dynamo graph: written-out attention becomes one SDPA call (attention_rewrite.py) -> AOTAutograd
+Pipeline per Dynamo graph: written-out attention becomes one SDPA call (attention_rewrite.py; opt-in,
+AUTOFUSE_ATTENTION_REWRITE=1) -> AOTAutograd
 (functional ATen, forward and backward, inference under no_grad) with the decomposition table of decompositions.py -> lowering to the Autofuse IR (lowering.py) -> fusion into groups
 (``autofuse._core.fuse``) -> one compiled kernel per Kernel group (``autofuse._core.Kernel``) -> a generated Python
 program running kernels and ATen calls in order (program.py).

@@ -21,6 +21,12 @@ FLASH = "aten._scaled_dot_product_flash_attention_for_cpu"
 SEED = 20261130
 
 
+@pytest.fixture(autouse=True)
+def _rewrite_on(monkeypatch):
+    """The pass is off by default (AUTOFUSE_ATTENTION_REWRITE); these tests test it, so they turn it on."""
+    monkeypatch.setenv("AUTOFUSE_ATTENTION_REWRITE", "1")
+
+
 def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
     """[B, S, H*D] -> [B, H, S, D] (a transposed view, as the models split heads)."""
     b, s, c = x.shape
@@ -143,7 +149,7 @@ def test_switch_off_keeps_the_written_form():
     try:
         rep = autofuse.explain(_attention, q, k, v)
     finally:
-        attention_rewrite.ENABLED = True
+        attention_rewrite.ENABLED = None
     assert FLASH not in _ops(rep), (rep.by_design, rep.fallbacks)
     assert rep.kernel_count >= 1
 
@@ -252,3 +258,13 @@ def test_rows_with_all_scores_neg_inf(monkeypatch, switch):
     assert bool((row == 0).all()) if switch == "1" else bool(torch.isnan(row).all()), row
     others = [0, 1, 3, 4, 5]
     torch.testing.assert_close(rep.output[:, :, others], eager[:, :, others], rtol=1e-5, atol=1e-5)
+
+
+def test_off_by_default(monkeypatch):
+    """Without AUTOFUSE_ATTENTION_REWRITE the pass leaves attention as written (eager's NaN rows kept)."""
+    monkeypatch.delenv("AUTOFUSE_ATTENTION_REWRITE")
+    gen = torch.Generator().manual_seed(SEED)
+    q, k, v = _qkv(1, 2, 8, 4, torch.float32, gen)
+    rep = autofuse.explain(_attention, q, k, v)
+    assert FLASH not in _ops(rep), (rep.by_design, rep.fallbacks)
+    torch.testing.assert_close(rep.output, _attention(q, k, v), rtol=1e-5, atol=1e-5)
