@@ -12,6 +12,7 @@ import torch
 
 from autofuse import backend
 from autofuse.program_embedding import GATHER_ROWS_FN
+from program_util import compile_recording
 
 needs_native = pytest.mark.skipif(not backend.has_native_kernels() or GATHER_ROWS_FN is None,
                                   reason="needs the native bindings (_core.gather_rows)")
@@ -29,11 +30,7 @@ class Embed(torch.nn.Module):
         return e * 2.0 + 1.0, e
 
 
-def _compile(fn, dynamic=False):
-    torch._dynamo.reset()
-    start = len(backend.RECORDS)
-    c = torch.compile(fn, backend="autofuse", dynamic=dynamic)
-    return c, lambda: [r for r in backend.RECORDS[start:] if r.program_source]
+_compile = compile_recording
 
 
 @needs_native

@@ -12,6 +12,7 @@ import torch
 
 from autofuse import backend
 from autofuse.program_linear import LINEAR_FN
+from program_util import compile_recording
 
 needs_native = pytest.mark.skipif(not backend.has_native_kernels(), reason="needs the native kernel bindings (_core)")
 
@@ -55,11 +56,7 @@ class Block(torch.nn.Module):
         return (q * k + v).sum(-1)
 
 
-def _compile(fn, dynamic=False):
-    torch._dynamo.reset()
-    start = len(backend.RECORDS)
-    c = torch.compile(fn, backend="autofuse", dynamic=dynamic)
-    return c, lambda: [r for r in backend.RECORDS[start:] if r.program_source]
+_compile = compile_recording
 
 
 @needs_native
