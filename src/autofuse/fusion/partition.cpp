@@ -454,7 +454,7 @@ class Partitioner {
   std::vector<std::vector<int>> containing_;
   std::vector<FusionDecision> merges_, refusals_;
   std::vector<PendingRefusal> pending_refusals_;
-  mutable std::unordered_map<int, GroupIO> io_memo_;               ///< io(gid), per group id
+  mutable std::unordered_map<int, GroupIO> io_memo_;             ///< io(gid), per group id
   mutable std::map<std::pair<int, int>, int64_t> benefit_memo_;  ///< bytes saved by merging a pair, a < b
 };
 
