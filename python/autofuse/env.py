@@ -33,6 +33,13 @@ def env_int(name: str, lo: int, hi: int, instead: str) -> Optional[int]:
     return _core.env_int(name, lo, hi, instead)
 
 
+def env_choice(name: str, choices, default: str) -> str:
+    """A variable whose value is one of ``choices`` (compared ignoring case); unset/empty or bad (warned once):
+    ``default``."""
+    got = _core.env_choice(name, list(choices), default)
+    return default if got is None else got
+
+
 def cpu_count() -> int:
     """CPUs this process may run on (the default of the thread-count variables)."""
     return _core.cpu_count()
@@ -73,7 +80,7 @@ KNOWN = frozenset("""
     AOT_CACHE ATTENTION_REWRITE BENCH_DIR BENCH_TRACEBACK CACHE_DIR CLI COMPILE_THREADS CONCAT_FUZZ_GRAPHS CONFORMANCE CONFORMANCE_LOG
     DEBUG DEBUG_DIR DFX_FLAGS EMULATE_PRECISION_CASTS EXP_SWEEP_STEP EXTRA_CXXFLAGS FORCE_DISABLE_CACHES FUSE_CONCAT
     FUSION_SEED FUZZ FUZZ_CASES_PER_GRAPH FUZZ_GRAPHS FUZZ_SEED FUZZ_VERBOSE HARD_CASES HARD_SEED ISA
-    KERNEL_INCLUDE_DIR MACHINE_DIR MATH_SWEEP_STEP NO_BANDWIDTH_PROBE NUM_THREADS OUTER_SEED PROBE_MB PROFILE
+    KERNEL_INCLUDE_DIR MACHINE_DIR MATH_SWEEP_STEP MATMUL NO_BANDWIDTH_PROBE NUM_THREADS OUTER_SEED PROBE_MB PROFILE
     PROFILE_BANDWIDTH_GBS PYTHON_OUTPUT_DIR REPROBE SOURCE_DIR STANDIN STRICT TESTS_BIN TEST_ONLY_VARIABLE TEST_SEED
     THREADS TIMING_LOCK TORCH_DIRECT WARM_START
 """.split())

@@ -30,7 +30,7 @@ from . import profile
 from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 from .program_embedding import GATHER_ROWS_FN, embedding_lines
-from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, plan_linear
+from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, ONEDNN_FN, plan_linear
 from .program_outputs import contiguous_strides, plan_output_views
 from .program_inplace import aliased_reads, owned_bases, plan_inplace
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
@@ -125,7 +125,7 @@ class _Emitter:
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
                                         "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
-                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN,
+                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN, "ODL": ONEDNN_FN,
                                         "GR": GATHER_ROWS_FN}
         self._consts: Dict[int, str] = {}
         self._specs: Dict[Any, str] = {}
@@ -366,7 +366,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     specs = views.layout  # folded views that native kernels read are passed as view specs, not torch views
     # what the folded matmuls and the kernels no longer read need not be materialized
     views = _plan_views(lg, steps, inline_hosts, layouts, linear, specs)
-    transposes = {f.transpose for f in linear.values()}  # skipped permutes: their matmul reads the weight
+    transposes = {f.transpose for f in linear.values() if f.transpose is not None}  # skipped permutes: their matmul reads the weight
     direct = _direct_reads(lg, steps, inline_hosts, views, linear, transposes)
     # kernel output -> the folded view allocated in its place (program_outputs.py)
     out_views = {o: w for o, w in plan_output_views(lg, steps, views, direct, graph_outputs, takes_view_specs).items()

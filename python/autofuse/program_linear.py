@@ -39,6 +39,10 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 
+from .extern_matmul import ONEDNN_LINEAR, use_onednn
+
+#: What generated programs call as ``ODL``: oneDNN's fp32 linear, where extern_matmul.py measured it faster.
+ONEDNN_FN = ONEDNN_LINEAR
 #: What generated programs call as ``LIN``: ATen's linear (C++, through the dispatcher; no Python frame).
 LINEAR_FN = torch._C._nn.linear
 #: What generated programs call as ``MM`` / ``ADDMM`` in the direct form (module doc): the C++ operators themselves.
@@ -62,9 +66,16 @@ class LinearFold:
     x_base: Optional[int] = None
     #: (M, K, N) when the direct form is emitted: ``MM(x2, RT(w, (K, N), (1, K), 0))`` (module doc), else None
     direct: Optional[Tuple[int, int, int]] = None
+    #: the line calls oneDNN's linear ``ODL`` instead of ATen's (extern_matmul.py; module doc, "oneDNN form")
+    onednn: bool = False
+    #: the weight is a (K, N) tensor read as it is (``addmm(b, x, w)``, GPT-2's Conv1D): only with ``onednn``,
+    #: which takes it as the (N, K) view ``RT(w, (N, K), (1, N), 0)``; ``transpose`` is then None
+    weight_kn: bool = False
 
     def line(self, v: int, arg) -> str:
         """The program line computing matmul node ``v`` (``arg``: the emitter's FX-argument formatter)."""
+        if self.onednn:
+            return f"    v{v} = {self._onednn_call(arg)}"
         if self.direct is not None:
             m, k, n = self.direct
             x = f"RT(v{self.x_base}, ({m}, {k}), ({k}, 1), 0)" if self.x_base is not None else arg(self.x)
@@ -75,6 +86,19 @@ class LinearFold:
         bias = f", {arg(self.bias)}" if self.bias is not None else ""
         x = f"v{self.x_base}" if self.x_base is not None else arg(self.x)
         return f"    v{v} = LIN({x}, v{self.weight}{bias})"
+
+    def _onednn_call(self, arg) -> str:
+        """``ODL(x, w, bias, "none", [], "")``: x as the direct form or LIN passes it, w (N, K) (a view of a (K, N)
+        weight for ``weight_kn``), bias or None."""
+        if self.direct is not None:
+            m, k, n = self.direct
+            x = f"RT(v{self.x_base}, ({m}, {k}), ({k}, 1), 0)" if self.x_base is not None else arg(self.x)
+            w = f"RT(v{self.weight}, ({n}, {k}), (1, {n}), 0)" if self.weight_kn else f"v{self.weight}"
+        else:
+            x = f"v{self.x_base}" if self.x_base is not None else arg(self.x)
+            w = f"v{self.weight}"
+        bias = arg(self.bias) if self.bias is not None else "None"
+        return f'ODL({x}, {w}, {bias}, "none", [], "")'
 
     def result_layout(self, lg, v: int) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
         """(sizes, strides) of the tensor the matmul line returns for node ``v`` under the input fold: the base's
@@ -130,14 +154,65 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
         if st.kind != "extern":
             continue
         for v in st.nodes:
-            fold = _fold(lg, lg.nodes[v], inline, views.layout, readers)
+            n = lg.nodes[v]
+            fold = _fold(lg, n, inline, views.layout, readers)
+            if fold is None and n.dtype == torch.float32 and use_onednn(n.dtype):
+                fold = _fold_kn(lg, n)
             if fold is None:
                 continue
             if readers.get(v, 0) == view_readers.get(v, 0) > 0:  # read through folded views only
                 fold.x_base = _whole_base(lg, lg.fx_value.get(fold.x), views)
-            fold.direct = _direct_sizes(lg, lg.nodes[v], fold)
+            fold.direct = _direct_sizes(lg, n, fold)
+            fold.onednn = _onednn_ok(lg, n, fold)
+            if fold.weight_kn and not (fold.onednn and fold.direct is not None):
+                continue  # a (K, N) weight is only read by oneDNN's direct form
             out[v] = fold
     return out
+
+
+def _onednn_ok(lg, n, fold: LinearFold) -> bool:
+    """Whether matmul node ``n`` can run on oneDNN's linear (extern_matmul.py): fp32, the machine's choice, a static
+    reduction length K > 0, and a bias that is None or a graph input whose example is contiguous (a stride-0 bias
+    would be read past its storage; Dynamo guards an input's strides)."""
+    if n.dtype != torch.float32 or not use_onednn(n.dtype):
+        return False
+    shape = lg.nodes[fold.weight].shape
+    if len(shape) != 2:
+        return False
+    k = shape[0] if fold.weight_kn else shape[1]
+    if not isinstance(k, int) or k <= 0:
+        return False
+    if fold.bias is None:
+        return True
+    bv = lg.fx_value.get(fold.bias) if isinstance(fold.bias, torch.fx.Node) else None
+    val = fold.bias.meta.get("val") if isinstance(fold.bias, torch.fx.Node) else None
+    return (bv in set(lg.arg_nodes.values()) and isinstance(val, torch.Tensor) and val.dim() == 1
+            and val.dtype == torch.float32 and (val.numel() <= 1 or val.stride() == (1,)))
+
+
+def _fold_kn(lg, n) -> Optional[LinearFold]:
+    """A LinearFold with ``weight_kn`` for ``mm(x, w)`` / ``addmm(b, x, w)`` whose second operand is a graph input
+    (a parameter) with a contiguous (K, N) example of static sizes, or None."""
+    fx = n.fx
+    ops = _OPERANDS.get(str(getattr(fx, "target", ""))) if n.item is None and fx is not None else None
+    if ops is None or fx.kwargs or len(fx.args) != (3 if ops[2] is not None else 2):
+        return None
+    xi, wi, bi = ops
+    w = fx.args[wi]
+    wv = lg.fx_value.get(w) if isinstance(w, torch.fx.Node) else None
+    if not isinstance(wv, int) or wv not in set(lg.arg_nodes.values()):
+        return None
+    val = w.meta.get("val")
+    shape = lg.nodes[wv].shape
+    if (not isinstance(val, torch.Tensor) or len(shape) != 2 or not all(isinstance(d, int) for d in shape)
+            or tuple(val.shape) != tuple(shape) or tuple(val.stride()) != (int(shape[1]), 1)):
+        return None
+    bias = fx.args[bi] if bi is not None else None
+    if bias is not None:
+        bv = lg.fx_value.get(bias) if isinstance(bias, torch.fx.Node) else None
+        if not isinstance(bv, int) or len(lg.nodes[bv].shape) != 1:
+            return None
+    return LinearFold(x=fx.args[xi], weight=wv, bias=bias, transpose=None, weight_kn=True)
 
 
 def _direct_sizes(lg, n, fold: LinearFold) -> Optional[Tuple[int, int, int]]:
@@ -147,10 +222,11 @@ def _direct_sizes(lg, n, fold: LinearFold) -> Optional[Tuple[int, int, int]]:
     shape = lg.nodes[fold.weight].shape
     if len(shape) != 2 or len(n.shape) != 2 or not all(isinstance(d, int) for d in tuple(shape) + tuple(n.shape)):
         return None
-    nn, k = int(shape[0]), int(shape[1])
+    nn, k = (int(shape[1]), int(shape[0])) if fold.weight_kn else (int(shape[0]), int(shape[1]))
     fx = lg.nodes[fold.weight].fx
     val = fx.meta.get("val") if fx is not None else None
-    if not isinstance(val, torch.Tensor) or tuple(val.shape) != (nn, k) or tuple(val.stride()) != (k, 1):
+    want = (tuple(shape), (nn, 1)) if fold.weight_kn else ((nn, k), (k, 1))
+    if not isinstance(val, torch.Tensor) or (tuple(val.shape), tuple(val.stride())) != want:
         return None
     m = int(n.shape[0])
     if int(n.shape[1]) != nn:

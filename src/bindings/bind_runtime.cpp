@@ -2,6 +2,7 @@
 // thread count, the host ISA, the machine model, and compile_module for tests and tools.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <stdexcept>
 
@@ -78,6 +79,8 @@ void bind_runtime(nb::module_& m) {
   m.def("clear_memory_cache", &clear_memory_cache,
         "Forget the modules this process loaded, so the next compile of the same source reads the disk cache");
   m.def("cache_dir", &cache_dir, "The kernel cache directory (created, mode 0700); raises CacheDirError if unsafe");
+  m.def("machine_dir", &machine_dir,
+        "Where machine-model probe results are kept (created, mode 0700); raises CacheDirError if unsafe");
 
   m.def("set_num_threads", &set_num_threads, nb::arg("n"),
         "Threads the kernel launcher's parallel_for uses, caller included (the backend passes "
@@ -102,6 +105,13 @@ void bind_runtime(nb::module_& m) {
       },
       nb::arg("name"), nb::arg("lo"), nb::arg("hi"), nb::arg("instead"),
       "Integer variable in [lo, hi]: unset/empty -> None; a bad value warns once (naming `instead`) -> None");
+  m.def(
+      "env_choice",
+      [](const std::string& name, const std::vector<std::string>& choices, const std::string& instead) {
+        return env_choice(name.c_str(), choices, instead);
+      },
+      nb::arg("name"), nb::arg("choices"), nb::arg("instead"),
+      "One of `choices` (lower-case, compared ignoring case): unset/empty -> None; another value warns once -> None");
   m.def("env_warn", &env_warn, nb::arg("name"), nb::arg("value"), nb::arg("problem"), nb::arg("instead"),
         "Warn once per (name, value) on stderr: \"autofuse: warning: NAME='VALUE' PROBLEM; using INSTEAD\"");
   m.def("check_environment", &check_environment,

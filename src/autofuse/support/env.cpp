@@ -114,6 +114,7 @@ void check_environment() {
   env_int("AUTOFUSE_NUM_THREADS", 1, 4096, "the CPU count (" + cpus + ")");
   env_int("AUTOFUSE_COMPILE_THREADS", 1, 4096, "the CPU count (" + cpus + ")");
   env_choice("AUTOFUSE_THREADS", {"auto", "omp", "pool"}, "auto");
+  env_choice("AUTOFUSE_MATMUL", {"auto", "aten", "onednn"}, "auto");
   env_choice("AUTOFUSE_ISA", {"avx512", "avx2", "scalar"}, "the CPU's own ISA (" + probed_isa() + ")");
 }
 

@@ -1,0 +1,200 @@
+"""Which library kernel runs an fp32 linear layer: ATen's ``mm``/``addmm`` or oneDNN's inner product, chosen by a
+measurement on this machine.
+
+A linear layer is an extern call (matmuls stay whole, decompositions.py). ATen's fp32 ``mm``/``addmm`` on x86 run
+the BLAS that PyTorch's wheels link (MKL's sgemm); ``torch.ops.mkldnn._linear_pointwise`` (the op Inductor emits for
+linear layers under ``freezing``) runs oneDNN's inner product on the same OpenMP threads. Which one is faster depends
+on the CPU. On session 10's machine (AMD EPYC, Zen 5, 2 threads, torch 2.13.0) oneDNN took 0.35-0.57 of addmm's time
+for GPT-2's layer shapes (M = 1, 32, 512 rows; K x N = 768 x 2304, 3072 x 768, 768 x 50257), with the weight given
+either as (N, K) or as a transposed (K, N) tensor. Elsewhere BLAS may win, so ``choice()`` measures both once per
+machine on two layer shapes and keeps the answer (a small JSON file in the machine directory, keyed by the CPU's
+model string, torch's version and the thread count); ``AUTOFUSE_MATMUL=aten`` or ``onednn`` forces one.
+
+Numerics: both are fp32 GEMMs that add the K products in different orders. Against an fp64 reference, (4, 32, 768) x
+(768, 256): oneDNN's max error is 6.5e-7 of the output's largest magnitude, ATen's 3.7e-7 (tests/python/
+test_extern_matmul.py bounds it against eager).
+
+What oneDNN's op needs, found by testing it (torch 2.13): the bias None or a contiguous 1-D tensor (a stride-0
+expanded bias reads past its storage); K > 0 (an empty reduction fails to create the primitive); float32 (float16 is
+refused on CPUs without AVX512-FP16, and bfloat16 already runs through oneDNN inside ATen's addmm). program_linear.py
+emits it only under those conditions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import tempfile
+import time
+from typing import Any, Dict, Optional
+
+import torch
+
+log = logging.getLogger("autofuse")
+
+#: oneDNN's linear (input (..., K), weight (N, K) of any strides, bias (N,) contiguous or None) -> (..., N)
+#: contiguous; the C++ operator itself (no OpOverload frame). None when this torch has no oneDNN.
+ONEDNN_LINEAR = None
+try:
+    if torch.backends.mkldnn.is_available():
+        ONEDNN_LINEAR = torch.ops.mkldnn._linear_pointwise.default._op
+except (AttributeError, RuntimeError):  # a torch build without the mkldnn ops
+    ONEDNN_LINEAR = None
+
+#: Layer shapes (M, K, N) the probe times (a 1x32-token and a 4x128-token transformer layer of width 768).
+PROBE_SHAPES = ((32, 768, 768), (512, 768, 768))
+#: oneDNN is chosen when its median time is below this fraction of ATen's on every probe shape.
+PROBE_MARGIN = 0.9
+PROBE_ROUNDS = 7
+_CHOICE: Dict[int, Dict[str, Any]] = {}  # thread count -> the decision (probe result, or the forced value)
+
+
+def _cpu_model() -> str:
+    """The CPU's model string and family/model numbers (/proc/cpuinfo), or the platform's processor string."""
+    fields: Dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("vendor_id", "cpu family", "model", "model name") and key not in fields:
+                    fields[key] = value.strip()
+                if not line.strip() and fields:
+                    break
+    except OSError:
+        import platform
+
+        return platform.processor() or "unknown"
+    return " / ".join(fields.get(k, "?") for k in ("vendor_id", "cpu family", "model", "model name"))
+
+
+def _median_us(fn, rounds: int) -> float:
+    ts = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e6
+
+
+def probe() -> Dict[str, Any]:
+    """Times ATen's ``addmm(b, x, w.t())`` against oneDNN's linear on each of PROBE_SHAPES (fp32, random operands,
+    torch.get_num_threads() threads; two warm-up calls each, then PROBE_ROUNDS alternating rounds; medians in
+    microseconds) and returns {"choice": "onednn" | "aten", "shapes": [[M, K, N, aten_us, onednn_us], ...], ...}.
+    About 20-60 ms. Raises nothing: a oneDNN failure chooses ATen (the reason is in "error")."""
+    out: Dict[str, Any] = {"cpu": _cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                           "shapes": [], "choice": "aten"}
+    if ONEDNN_LINEAR is None:
+        out["error"] = "this torch has no oneDNN (torch.backends.mkldnn.is_available() is False)"
+        return out
+    gen = torch.Generator().manual_seed(0)
+    try:
+        faster = True
+        for m, k, n in PROBE_SHAPES:
+            x = torch.randn(m, k, generator=gen)
+            w = torch.randn(n, k, generator=gen)
+            b = torch.randn(n, generator=gen)
+            wt = w.t()
+
+            def aten():
+                torch.addmm(b, x, wt)
+
+            def onednn():
+                ONEDNN_LINEAR(x, w, b, "none", [], "")
+
+            for _ in range(2):
+                aten()
+                onednn()
+            a, o = [], []
+            for _ in range(PROBE_ROUNDS):
+                a.append(_median_us(aten, 1))
+                o.append(_median_us(onednn, 1))
+            am, om = statistics.median(a), statistics.median(o)
+            out["shapes"].append([m, k, n, round(am, 1), round(om, 1)])
+            faster = faster and om < PROBE_MARGIN * am
+        out["choice"] = "onednn" if faster else "aten"
+    except RuntimeError as e:  # oneDNN could not create or run the primitive on this CPU
+        out["error"] = f"oneDNN linear failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        out["choice"] = "aten"
+    return out
+
+
+def _cache_path() -> Optional[str]:
+    """The probe's file in the machine directory, or None when that directory cannot be used."""
+    try:
+        from . import _core
+
+        d = _core.machine_dir()
+    except Exception as e:  # noqa: BLE001 (CacheDirError, or a _core without machine_dir)
+        log.info("autofuse: linear-kernel choice not cached (%s)", e)
+        return None
+    import hashlib
+
+    key = hashlib.sha256(f"{_cpu_model()}|{torch.__version__}|{torch.get_num_threads()}".encode()).hexdigest()[:16]
+    return os.path.join(d, f"matmul-{key}.json")
+
+
+def _load(path: str) -> Optional[Dict[str, Any]]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("choice") in ("aten", "onednn") else None
+
+
+def _store(path: str, data: Dict[str, Any]) -> None:
+    """Writes the probe result atomically (a temporary file renamed over the path); failures are only logged."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".matmul-", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        log.info("autofuse: could not store the linear-kernel choice in %s (%s)", path, e)
+
+
+def choice() -> Dict[str, Any]:
+    """The fp32 linear kernel for this process's thread count: ``AUTOFUSE_MATMUL`` when it is ``aten`` or
+    ``onednn`` (``onednn`` without oneDNN in this torch falls back to ``aten``, with the reason), else (``auto``, the
+    default) the cached probe result, else a new probe (stored). Returns the probe dict (module doc); its
+    "source" says which: "env", "cache <path>" or "probe"."""
+    threads = torch.get_num_threads()
+    if threads in _CHOICE:
+        return _CHOICE[threads]
+    from .env import env_choice
+
+    forced = env_choice("AUTOFUSE_MATMUL", ("auto", "aten", "onednn"), "auto")
+    if forced != "auto":
+        res: Dict[str, Any] = {"choice": forced, "source": "env", "shapes": []}
+        if forced == "onednn" and ONEDNN_LINEAR is None:
+            res["choice"] = "aten"
+            res["error"] = "AUTOFUSE_MATMUL=onednn, but this torch has no oneDNN"
+    else:
+        path = _cache_path()
+        res = _load(path) if path else None
+        if res is not None:
+            res["source"] = f"cache {path}"
+        else:
+            res = probe()
+            res["source"] = "probe"
+            if path:
+                _store(path, {k: v for k, v in res.items() if k != "source"})
+        if res["choice"] == "onednn" and ONEDNN_LINEAR is None:  # a cache file from another torch build
+            res["choice"] = "aten"
+    log.info("autofuse: fp32 linear layers run on %s (%s; %s)", res["choice"], res["source"],
+             ", ".join(f"{m}x{k}x{n}: aten {a} us, onednn {o} us" for m, k, n, a, o in res.get("shapes", [])))
+    _CHOICE[threads] = res
+    return res
+
+
+def use_onednn(dtype: torch.dtype) -> bool:
+    """Whether a linear layer of this output dtype runs on oneDNN (float32 and choice() says so)."""
+    return dtype == torch.float32 and ONEDNN_LINEAR is not None and choice()["choice"] == "onednn"
+
+
+def reset() -> None:
+    """Forgets the decisions made in this process (tests; AUTOFUSE_MATMUL is read again at the next choice())."""
+    _CHOICE.clear()
