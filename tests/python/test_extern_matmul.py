@@ -79,7 +79,9 @@ def test_forced_choices_and_a_bad_value(matmul, capfd):
 def test_probe_measures_both_and_the_answer_is_cached(matmul, monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOFUSE_MACHINE_DIR", str(tmp_path))
     matmul("auto")
+    threads = torch.get_num_threads()
     first = extern_matmul.choice()
+    assert torch.get_num_threads() == threads  # the probe runs on one thread and restores the count
     assert first["source"] == "probe" and first["choice"] in ("aten", "onednn")
     assert [s[:3] for s in first["shapes"]] == [list(s) for s in extern_matmul.PROBE_SHAPES]
     assert all(s[3] > 0 and s[4] > 0 for s in first["shapes"])
