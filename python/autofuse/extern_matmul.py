@@ -20,10 +20,15 @@ Numerics: both are fp32 GEMMs that add the K products in different orders. Again
 (768, 256): oneDNN's max error is 6.5e-7 of the output's largest magnitude, ATen's 3.7e-7 (tests/python/
 test_extern_matmul.py bounds it against eager).
 
+bfloat16: where ATen's own bf16 matmul runs on oneDNN (``torch.ops.mkldnn._is_mkldnn_bf16_supported()``), oneDNN's
+linear gave the same bits as ATen's ``addmm``/``mm`` on every shape tried (M = 1, 7, 32, 33, 512; K up to 3072; with
+and without bias) and took 0.91-0.97 of its time on GPT-2's layer shapes with a bias (ATen's addmm writes the bias
+into the output first; the vocabulary matmul, without bias: 0.99-1.02), so bf16 layers use it whenever
+AUTOFUSE_MATMUL is not ``aten``, without a probe.
+
 What oneDNN's op needs, found by testing it (torch 2.13): the bias None or a contiguous 1-D tensor (a stride-0
-expanded bias reads past its storage); K > 0 (an empty reduction fails to create the primitive); float32 (float16 is
-refused on CPUs without AVX512-FP16, and bfloat16 already runs through oneDNN inside ATen's addmm). program_linear.py
-emits it only under those conditions.
+expanded bias reads past its storage); K > 0 (an empty reduction fails to create the primitive); float32 or
+bfloat16 (float16 is refused on CPUs without AVX512-FP16). program_linear.py emits it only under those conditions.
 """
 
 from __future__ import annotations
@@ -205,9 +210,26 @@ def choice() -> Dict[str, Any]:
     return res
 
 
+def _bf16_on_onednn() -> bool:
+    """Whether ATen's own bfloat16 matmuls run on oneDNN on this CPU (torch's mkldnn bf16 check)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def use_onednn(dtype: torch.dtype) -> bool:
-    """Whether a linear layer of this output dtype runs on oneDNN (float32 and choice() says so)."""
-    return dtype == torch.float32 and ONEDNN_LINEAR is not None and choice()["choice"] == "onednn"
+    """Whether a linear layer of this output dtype runs on oneDNN's linear: float32 when choice() says so;
+    bfloat16 unless AUTOFUSE_MATMUL=aten, where ATen's own bf16 matmul runs on oneDNN too (module doc)."""
+    if ONEDNN_LINEAR is None:
+        return False
+    if dtype == torch.float32:
+        return choice()["choice"] == "onednn"
+    if dtype == torch.bfloat16:
+        from .env import env_choice
+
+        return env_choice("AUTOFUSE_MATMUL", ("auto", "aten", "onednn"), "auto") != "aten" and _bf16_on_onednn()
+    return False
 
 
 def reset() -> None:

@@ -156,7 +156,7 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
         for v in st.nodes:
             n = lg.nodes[v]
             fold = _fold(lg, n, inline, views.layout, readers)
-            if fold is None and n.dtype == torch.float32 and use_onednn(n.dtype):
+            if fold is None and use_onednn(n.dtype):
                 fold = _fold_kn(lg, n)
             if fold is None:
                 continue
@@ -171,10 +171,10 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
 
 
 def _onednn_ok(lg, n, fold: LinearFold) -> bool:
-    """Whether matmul node ``n`` can run on oneDNN's linear (extern_matmul.py): fp32, the machine's choice, a static
-    reduction length K > 0, and a bias that is None or a graph input whose example is contiguous (a stride-0 bias
-    would be read past its storage; Dynamo guards an input's strides)."""
-    if n.dtype != torch.float32 or not use_onednn(n.dtype):
+    """Whether matmul node ``n`` can run on oneDNN's linear (extern_matmul.py): fp32 or bf16 as use_onednn says, a
+    static reduction length K > 0, and a bias that is None or a graph input of the same dtype whose example is
+    contiguous (a stride-0 bias would be read past its storage; Dynamo guards an input's strides)."""
+    if not use_onednn(n.dtype):
         return False
     shape = lg.nodes[fold.weight].shape
     if len(shape) != 2:
@@ -187,7 +187,7 @@ def _onednn_ok(lg, n, fold: LinearFold) -> bool:
     bv = lg.fx_value.get(fold.bias) if isinstance(fold.bias, torch.fx.Node) else None
     val = fold.bias.meta.get("val") if isinstance(fold.bias, torch.fx.Node) else None
     return (bv in set(lg.arg_nodes.values()) and isinstance(val, torch.Tensor) and val.dim() == 1
-            and val.dtype == torch.float32 and (val.numel() <= 1 or val.stride() == (1,)))
+            and val.dtype == n.dtype and (val.numel() <= 1 or val.stride() == (1,)))
 
 
 def _fold_kn(lg, n) -> Optional[LinearFold]:

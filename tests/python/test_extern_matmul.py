@@ -65,11 +65,13 @@ class Net(torch.nn.Module):
 def test_forced_choices_and_a_bad_value(matmul, capfd):
     matmul("aten")
     assert extern_matmul.choice()["choice"] == "aten" and not extern_matmul.use_onednn(torch.float32)
+    assert not extern_matmul.use_onednn(torch.bfloat16)
     matmul("onednn")
     got = extern_matmul.choice()
     assert got["source"] == "env"
     assert got["choice"] == ("onednn" if extern_matmul.ONEDNN_LINEAR is not None else "aten")
-    assert not extern_matmul.use_onednn(torch.bfloat16)  # bf16 already runs on oneDNN inside ATen's addmm
+    assert extern_matmul.use_onednn(torch.bfloat16) == extern_matmul._bf16_on_onednn()
+    assert not extern_matmul.use_onednn(torch.float16) and not extern_matmul.use_onednn(torch.float64)
     matmul("sometimes")  # warned once, then the default (auto: the probe or its cache)
     assert extern_matmul.choice()["choice"] in ("aten", "onednn")
     assert "AUTOFUSE_MATMUL='sometimes'" in capfd.readouterr().err
@@ -143,15 +145,25 @@ def test_aten_choice_emits_no_onednn_line(matmul):
 
 @needs_native
 @needs_onednn
-def test_bf16_and_unsafe_biases_stay_on_aten(matmul):
-    matmul("onednn")
+@pytest.mark.parametrize("shape", [(2, 5, 64), (1, 1, 64), (4, 33, 64)])
+def test_bf16_linears_on_onednn_give_atens_bits(matmul, shape):
     torch.manual_seed(3)
     net = Net().eval().to(torch.bfloat16)
-    x = torch.randn(2, 5, 64, dtype=torch.bfloat16)
-    _, got, srcs = _run(net, x)
+    x = torch.randn(*shape, dtype=torch.bfloat16)
+    matmul("aten")
+    _, want, srcs = _run(net, x)
     assert "ODL(" not in "\n".join(srcs)
-    with torch.no_grad():
-        assert _rel(got, net(x)) < 1e-2  # bf16 outputs, one rounding apart at most
+    matmul("auto")
+    _, got, srcs = _run(net, x)
+    assert "\n".join(srcs).count("ODL(") == (3 if extern_matmul._bf16_on_onednn() else 0)
+    assert torch.equal(got, want)  # ATen's bf16 matmul runs on oneDNN too: the same bits
+
+
+@needs_native
+@needs_onednn
+def test_unsafe_biases_stay_on_aten(matmul):
+    matmul("onednn")
+    torch.manual_seed(3)
 
     class ExpandedBias(torch.nn.Module):  # a stride-0 bias (oneDNN would read past it) and an empty reduction
         def __init__(self):
