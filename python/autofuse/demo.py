@@ -120,14 +120,17 @@ def _probe(backend_name: str, name: str, args, cache_dir: str, extra_env: Dict[s
     seconds this process spent in it (all its threads; C++ compiler processes not included), the figure to compare
     when the machine is loaded; for autofuse also
     ``backend``: seconds in our compiler (lowering, fusion, kernel compiles) and ``compiles``: C++ compiles); nan
-    figures on failure. ``extra_env`` is added to the probe's environment."""
+    figures on failure. ``extra_env`` is added to the probe's environment. With ``AUTOFUSE_TIMING_LOCK`` the probe
+    runs inside a quiet window of that lock (bench/timing.py)."""
     cmd = [sys.executable, "-m", "autofuse.demo", "--probe", backend_name, "--models", name, "--layers",
            str(args.layers), "--batch", str(args.batch), "--seq", str(args.seq)]
     env = dict(os.environ)
     env["AUTOFUSE_CACHE_DIR"] = os.path.join(cache_dir, "autofuse")
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir, "inductor")
     env.update(extra_env or {})
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    # with AUTOFUSE_TIMING_LOCK, inside a quiet window: others' builds would slow the compilers unevenly
+    with quiet_window(log=lambda s: None):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in r.stdout.splitlines():
         if line.startswith("PROBE "):
             return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
