@@ -8,8 +8,9 @@ starts. Set AUTOFUSE_AOT_CACHE=1 in the environment to run the whole suite with 
 fp32 linear layers run on ATen's matmul in tests (AUTOFUSE_MATMUL=aten) unless a test says otherwise: many tests
 compare compiled fp32 models with eager bit for bit or at 1e-6, which holds for ATen's own mm/addmm but not for
 oneDNN's linear (another summation order; python/autofuse/extern_matmul.py), which the default ``auto`` picks on
-machines where it is faster. tests/python/test_extern_matmul.py tests that path with its own tolerances, and
-test_demo_models.py runs the demo's models with the default. Set AUTOFUSE_MATMUL=auto to run the suite as users do.
+machines where it is faster. tests/python/test_extern_matmul.py tests that path with its own tolerances and
+`make demo` runs the real models with the default; tests that compare with ATen's bits (test_program_linear.py)
+set `aten` themselves, so the suite also runs with AUTOFUSE_MATMUL=auto.
 """
 
 import os

@@ -77,7 +77,8 @@ def bypass() -> Iterator[None]:
 
 def version_tag() -> str:
     """A hash of what decides our compiled program for a given ATen graph: this package's Python sources, the native
-    extension's bytes, the kernel ISA and the KEY_ENV environment. Computed once per process (about 10 ms)."""
+    extension's bytes, the kernel ISA, the KEY_ENV environment and which library runs linear layers
+    (extern_matmul.cache_key: AUTOFUSE_MATMUL and this machine's probe). Computed once per process (about 10 ms)."""
     if _VERSION:
         return _VERSION[0]
     h = hashlib.sha256(f"payload{PAYLOAD_VERSION}".encode())
@@ -89,6 +90,9 @@ def version_tag() -> str:
                 h.update(f.read())
     for k in KEY_ENV:
         h.update(f"{k}={os.environ.get(k, '')}".encode())
+    from .extern_matmul import cache_key
+
+    h.update(cache_key().encode())  # which library runs linear layers (AUTOFUSE_MATMUL, the machine's probe)
     try:
         from . import _core  # type: ignore
 

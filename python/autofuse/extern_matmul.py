@@ -95,51 +95,69 @@ def _median_us(fn, rounds: int) -> float:
 
 def probe() -> Dict[str, Any]:
     """Times ATen's ``addmm(b, x, w.t())`` against oneDNN's linear on each of PROBE_SHAPES (fp32, random operands,
-    one thread, torch's thread count restored after; two warm-up calls each, then PROBE_ROUNDS alternating rounds; the fastest
-    round of each, in microseconds) and returns {"choice": "onednn" | "aten", "shapes": [[M, K, N, aten_us,
-    onednn_us], ...], "noisy": bool, ...}. About 20-60 ms on an idle machine. Raises nothing: a oneDNN failure
-    chooses ATen (the reason is in "error")."""
+    one thread, torch's thread count restored after; two warm-up calls each, then PROBE_ROUNDS alternating rounds;
+    the fastest round of each, in microseconds) and returns {"choice": "onednn" | "aten", "shapes": [[M, K, N,
+    aten_us, onednn_us], ...], "noisy": bool, ...}. About 20-60 ms on an idle machine. Runs on real tensors even
+    when called under a tensor-subclass mode (choice() is first called while the backend compiles, inside
+    AOTAutograd's FakeTensorMode, where a "GEMM" is shape bookkeeping: ~0.1 ms for any size; review finding,
+    session 10). Raises nothing: when oneDNN fails or disagrees with addmm (more than 1e-4 of the output's scale),
+    the answer is ATen, with the reason in "error", and it is marked noisy (not stored)."""
     out: Dict[str, Any] = {"cpu": _cpu_model(), "torch": torch.__version__, "threads": 1, "shapes": [],
                            "choice": "aten"}
     if ONEDNN_LINEAR is None:
         out["error"] = "this torch has no oneDNN (torch.backends.mkldnn.is_available() is False)"
         return out
-    gen = torch.Generator().manual_seed(0)
+    from torch.utils._python_dispatch import _disable_current_modes
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: see the module doc
     try:
-        faster, noisy = True, False
-        for m, k, n in PROBE_SHAPES:
-            x = torch.randn(m, k, generator=gen)
-            w = torch.randn(n, k, generator=gen)
-            b = torch.randn(n, generator=gen)
-            wt = w.t()
-
-            def aten():
-                torch.addmm(b, x, wt)
-
-            def onednn():
-                ONEDNN_LINEAR(x, w, b, "none", [], "")
-
-            for _ in range(2):
-                aten()
-                onednn()
-            a, o = [], []
-            for _ in range(PROBE_ROUNDS):
-                a.append(_median_us(aten, 1))
-                o.append(_median_us(onednn, 1))
-            am, om = min(a), min(o)  # the minimum: other processes only ever add time
-            out["shapes"].append([m, k, n, round(am, 1), round(om, 1)])
-            faster = faster and om < PROBE_MARGIN * am
-            noisy = noisy or statistics.median(a) > PROBE_NOISE * am or statistics.median(o) > PROBE_NOISE * om
-        out["choice"] = "onednn" if faster else "aten"
-        out["noisy"] = noisy
-    except RuntimeError as e:  # oneDNN could not create or run the primitive on this CPU
+        with _disable_current_modes(), torch.no_grad():
+            _time_shapes(out)
+    except RuntimeError as e:  # oneDNN could not create or run the primitive on this CPU, or the check failed
         out["error"] = f"oneDNN linear failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-        out["choice"] = "aten"
+        out["choice"], out["noisy"] = "aten", True
     finally:
         torch.set_num_threads(threads)
     return out
+
+
+def _time_shapes(out: Dict[str, Any]) -> None:
+    """probe()'s measurement: fills out["shapes"], out["choice"] and out["noisy"]. Raises RuntimeError when the
+    operands are not real tensors or oneDNN's result is not addmm's."""
+    gen = torch.Generator().manual_seed(0)
+    faster, noisy = True, False
+    for m, k, n in PROBE_SHAPES:
+        x = torch.randn(m, k, generator=gen)
+        w = torch.randn(n, k, generator=gen)
+        b = torch.randn(n, generator=gen)
+        wt = w.t()
+        if type(x) is not torch.Tensor:  # still under a tensor subclass mode: nothing real to time
+            raise RuntimeError(f"the probe's operands are {type(x).__name__}, not real tensors")
+        ref, got = torch.addmm(b, x, wt), ONEDNN_LINEAR(x, w, b, "none", [], "")
+        err = ((got - ref).abs().max() / ref.abs().max()).item()
+        if not err < 1e-4:  # fp32 GEMMs of K = 768 agree to ~1e-6 of the output's scale
+            raise RuntimeError(f"oneDNN's linear differs from addmm by {err:.2e} of the output's scale")
+
+        def aten():
+            torch.addmm(b, x, wt)
+
+        def onednn():
+            ONEDNN_LINEAR(x, w, b, "none", [], "")
+
+        for _ in range(2):
+            aten()
+            onednn()
+        a, o = [], []
+        for _ in range(PROBE_ROUNDS):
+            a.append(_median_us(aten, 1))
+            o.append(_median_us(onednn, 1))
+        am, om = min(a), min(o)  # the minimum: other processes only ever add time
+        out["shapes"].append([m, k, n, round(am, 1), round(om, 1)])
+        faster = faster and om < PROBE_MARGIN * am
+        noisy = noisy or statistics.median(a) > PROBE_NOISE * am or statistics.median(o) > PROBE_NOISE * om
+    out["choice"] = "onednn" if faster else "aten"
+    out["noisy"] = noisy
 
 
 def _cache_path() -> Optional[str]:
@@ -163,7 +181,12 @@ def _load(path: str) -> Optional[Dict[str, Any]]:
             data = json.load(f)
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("choice") in ("aten", "onednn") else None
+    if not isinstance(data, dict) or data.get("choice") not in ("aten", "onednn"):
+        return None
+    shapes = data.get("shapes")
+    ok = isinstance(shapes, list) and all(
+        isinstance(r, list) and len(r) == 5 and all(isinstance(v, (int, float)) for v in r) for r in shapes)
+    return data if ok else None  # a damaged file is measured again and rewritten
 
 
 def _store(path: str, data: Dict[str, Any]) -> None:
@@ -204,8 +227,9 @@ def choice() -> Dict[str, Any]:
                 _store(path, {k: v for k, v in res.items() if k != "source"})
         if res["choice"] == "onednn" and ONEDNN_LINEAR is None:  # a cache file from another torch build
             res["choice"] = "aten"
-    log.info("autofuse: fp32 linear layers run on %s (%s; %s)", res["choice"], res["source"],
-             ", ".join(f"{m}x{k}x{n}: aten {a} us, onednn {o} us" for m, k, n, a, o in res.get("shapes", [])))
+    if log.isEnabledFor(logging.INFO):
+        log.info("autofuse: fp32 linear layers run on %s (%s; %s)", res["choice"], res["source"],
+                 ", ".join(f"{m}x{k}x{n}: aten {a} us, onednn {o} us" for m, k, n, a, o in res.get("shapes", [])))
     _CHOICE["choice"] = res
     return res
 
@@ -221,7 +245,7 @@ def _bf16_on_onednn() -> bool:
 def use_onednn(dtype: torch.dtype) -> bool:
     """Whether a linear layer of this output dtype runs on oneDNN's linear: float32 when choice() says so;
     bfloat16 unless AUTOFUSE_MATMUL=aten, where ATen's own bf16 matmul runs on oneDNN too (module doc)."""
-    if ONEDNN_LINEAR is None:
+    if ONEDNN_LINEAR is None or not torch.backends.mkldnn.enabled:  # torch.backends.mkldnn.flags(enabled=False)
         return False
     if dtype == torch.float32:
         return choice()["choice"] == "onednn"
@@ -235,3 +259,10 @@ def use_onednn(dtype: torch.dtype) -> bool:
 def reset() -> None:
     """Forgets the decisions made in this process (tests; AUTOFUSE_MATMUL is read again at the next choice())."""
     _CHOICE.clear()
+
+
+def cache_key() -> str:
+    """What the compiled programs depend on here, for the compiled-graph caches' version tag (aot_cache.py): the
+    library kernel of fp32 and of bf16 linear layers (AUTOFUSE_MATMUL, the probe's answer, torch's mkldnn switch)."""
+    return f"matmul fp32={'onednn' if use_onednn(torch.float32) else 'aten'} " \
+           f"bf16={'onednn' if use_onednn(torch.bfloat16) else 'aten'}"

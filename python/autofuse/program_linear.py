@@ -171,11 +171,14 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
 
 
 def _onednn_ok(lg, n, fold: LinearFold) -> bool:
-    """Whether matmul node ``n`` can run on oneDNN's linear (extern_matmul.py): fp32 or bf16 as use_onednn says, a
-    static reduction length K > 0, and a bias that is None or a graph input of the same dtype whose example is
+    """Whether matmul node ``n`` can run on oneDNN's linear (extern_matmul.py): fp32 or bf16 as use_onednn says, the
+    input and weight of that dtype, a static reduction length K > 0, and a bias that is None or a graph input of the same dtype whose example is
     contiguous (a stride-0 bias would be read past its storage; Dynamo guards an input's strides)."""
     if not use_onednn(n.dtype):
         return False
+    xv = lg.fx_value.get(fold.x) if isinstance(fold.x, torch.fx.Node) else None
+    if not isinstance(xv, int) or lg.nodes[xv].dtype != n.dtype or lg.nodes[fold.weight].dtype != n.dtype:
+        return False  # mixed dtypes: ATen's call raises eager's error ("self and mat2 must have the same dtype")
     shape = lg.nodes[fold.weight].shape
     if len(shape) != 2:
         return False

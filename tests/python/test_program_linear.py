@@ -20,6 +20,18 @@ MM = torch.ops.aten.mm.default
 ADDMM = torch.ops.aten.addmm.default
 
 
+@pytest.fixture(autouse=True)
+def _aten_matmuls(monkeypatch):
+    """These tests check the ATen calls' lines and bits: ATen's linear kernels whatever AUTOFUSE_MATMUL says
+    (oneDNN's are tested in test_extern_matmul.py)."""
+    from autofuse import extern_matmul
+
+    monkeypatch.setenv("AUTOFUSE_MATMUL", "aten")
+    extern_matmul.reset()
+    yield
+    extern_matmul.reset()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("mkn", [(32, 256, 256), (512, 256, 688), (1, 7, 3), (33, 768, 130)])
 def test_linear_is_bit_identical_to_the_decomposed_matmul(dtype, mkn):
