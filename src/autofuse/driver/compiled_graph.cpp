@@ -74,7 +74,8 @@ std::vector<HostTensor> CompiledGraph::run(const std::vector<HostTensor>& inputs
       } else {
         if (!extern_fn_)
           throw IRError("%" + n.name + " = extern(\"" + attr_str(n.attrs, "name") +
-                        "\"): no extern function was given to run it (CompileGraphOptions::extern_fn)");
+                        "\"): extern ops (ATen calls) run only under the PyTorch backend; the CLI and the C++ API "
+                        "compile and run graphs of native ops (CompileGraphOptions::extern_fn is unset)");
         HostTensor out = extern_fn_(n, node_ins);
         std::vector<int64_t> want = eval_shape(n.shape, b);
         if (out.dtype != n.dtype || out.sizes != want)
