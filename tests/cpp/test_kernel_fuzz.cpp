@@ -1,7 +1,8 @@
 // Differential testing of generated kernels: seeded random kernel graphs x random sizes and layouts against the
 // reference interpreter. `make test` runs AUTOFUSE_FUZZ_GRAPHS (default 120) graphs x 3 cases; `make fuzz-kernels`
-// runs many more. Odd cases force the non-temporal output stores (force_stream_stores). A failure prints the seed; replay it with AUTOFUSE_FUZZ_SEED=<seed> AUTOFUSE_FUZZ_GRAPHS=1 (and
-// AUTOFUSE_EMULATE_PRECISION_CASTS=1 when the failing test is the one under the other precision policy).
+// runs many more. Odd cases force the non-temporal output stores (force_stream_stores). A failure prints the seed;
+// replay it with AUTOFUSE_FUZZ_SEED=<seed> AUTOFUSE_FUZZ_GRAPHS=1 (and AUTOFUSE_EMULATE_PRECISION_CASTS=1 when the
+// failing test is the one under the other precision policy).
 #include <gtest/gtest.h>
 
 #include <algorithm>
