@@ -1,15 +1,18 @@
 // Differential testing of generated kernels: seeded random kernel graphs x random sizes and layouts against the
 // reference interpreter. `make test` runs AUTOFUSE_FUZZ_GRAPHS (default 120) graphs x 3 cases; `make fuzz-kernels`
-// runs many more. A failure prints the seed; replay it with AUTOFUSE_FUZZ_SEED=<seed> AUTOFUSE_FUZZ_GRAPHS=1 (and
-// AUTOFUSE_EMULATE_PRECISION_CASTS=1 when the failing test is the one under the other precision policy).
+// runs many more. Odd cases force the non-temporal output stores (force_stream_stores). A failure prints the seed;
+// replay it with AUTOFUSE_FUZZ_SEED=<seed> AUTOFUSE_FUZZ_GRAPHS=1 (and AUTOFUSE_EMULATE_PRECISION_CASTS=1 when the
+// failing test is the one under the other precision policy).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "autofuse/ir/printer.h"
+#include "autofuse/tiling/tiling_function.h"
 #include "kernel_test_util.h"
 
 namespace autofuse::kernel_testing {
@@ -32,11 +35,16 @@ void fuzz(int64_t graphs, uint64_t base, const char* label) {
     for (int64_t c = 0; c < cases; ++c) {
       Bindings b = random_bindings(rg.graph, rng);
       std::string err;
+      // Odd cases take the non-temporal output stores (af_sto) that calls larger than the last-level cache use.
+      const bool stream = c % 2 == 1;
+      const std::optional<bool> prev = force_stream_stores(stream ? std::optional<bool>(true) : std::nullopt);
       try {
         err = run_case(rg, b, rng);
       } catch (const std::exception& e) {
         err = std::string("exception: ") + e.what();
       }
+      force_stream_stores(prev);
+      if (!err.empty() && stream) err += " (streaming stores forced)";
       ++ran;
       if (!err.empty()) {
         ++failed;

@@ -19,7 +19,7 @@ namespace {
 struct Record {
   std::vector<std::atomic<int>> visits;
   std::atomic<int> wrong_args{0};
-  int64_t vblock = 0, blk = 0;
+  int64_t vblock = 0, blk = 0, lflags = 0;
   int64_t size0 = 0, stride0 = 0;
   explicit Record(int64_t rows) : visits(static_cast<size_t>(rows)) {}
 };
@@ -28,10 +28,10 @@ struct Record {
 /// points apart (tag 1 for odd calls): each call must reach its own.
 template <int tag>
 void fake_kernel(const int64_t* sizes, const int64_t* strides, void* const* data, int64_t b0, int64_t b1,
-                 int64_t vblock, int64_t blk) {
+                 int64_t vblock, int64_t blk, int64_t lflags) {
   auto* r = static_cast<Record*>(data[0]);
-  if (vblock != r->vblock || blk != r->blk || sizes[0] != r->size0 || strides[0] != r->stride0 || b0 < 0 ||
-      b1 > static_cast<int64_t>(r->visits.size()) || b0 >= b1 || (r->size0 % 2) != tag)
+  if (vblock != r->vblock || blk != r->blk || lflags != r->lflags || sizes[0] != r->size0 || strides[0] != r->stride0 ||
+      b0 < 0 || b1 > static_cast<int64_t>(r->visits.size()) || b0 >= b1 || (r->size0 % 2) != tag)
     r->wrong_args.fetch_add(1);
   for (int64_t i = std::max<int64_t>(b0, 0); i < std::min<int64_t>(b1, static_cast<int64_t>(r->visits.size())); ++i)
     r->visits[static_cast<size_t>(i)].fetch_add(1);
@@ -50,7 +50,8 @@ void check_rows(const std::vector<int64_t>& rows, const std::vector<int64_t>& gr
     Record& r = *recs.back();
     r.vblock = 16 * static_cast<int64_t>(j + 1);
     r.blk = 64 + static_cast<int64_t>(j);
-    r.size0 = 100 + static_cast<int64_t>(j);  // parity selects the entry point
+    r.lflags = j % 3 == 1 ? kLaunchStreamStores : 0;  // each call passes its own schedule's launch flags
+    r.size0 = 100 + static_cast<int64_t>(j);          // parity selects the entry point
     r.stride0 = 7 * static_cast<int64_t>(j) + 1;
     sizes[j] = r.size0;
     strides[j] = r.stride0;
@@ -65,6 +66,7 @@ void check_rows(const std::vector<int64_t>& rows, const std::vector<int64_t>& gr
     c.schedule.rows = rows[j];
     c.schedule.vblock = recs[j]->vblock;
     c.schedule.blk = recs[j]->blk;
+    c.schedule.stream_stores = recs[j]->lflags != 0;
     c.schedule.grain = grains[j];
     calls.push_back(c);
   }

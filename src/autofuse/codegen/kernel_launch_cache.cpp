@@ -32,7 +32,7 @@ void launch_cache_key(const std::vector<HostTensor>& inputs, const std::vector<H
 }  // namespace
 
 bool Kernel::run_cached(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
-  if (forced_tiling_kind()) return false;
+  if (forced_tiling_kind() || forced_stream_stores()) return false;
   thread_local std::vector<int64_t> key;
   launch_cache_key(inputs, outputs, key);
   std::shared_ptr<const CachedLaunch> c;
@@ -78,7 +78,7 @@ bool Kernel::run_cached(const std::vector<HostTensor>& inputs, const std::vector
 
 void Kernel::store_launch(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
                           std::shared_ptr<CachedLaunch> c) const {
-  if (!c || forced_tiling_kind()) return;
+  if (!c || forced_tiling_kind() || forced_stream_stores()) return;
   for (const auto* list : {&inputs, &outputs})
     for (const HostTensor& t : *list)
       if (t.numel() == 0 || t.data == nullptr) return;

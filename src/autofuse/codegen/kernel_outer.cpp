@@ -200,7 +200,7 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
     for (int64_t c = c0; c < c1; ++c) {
       for (size_t i = 0; i < nred; ++i) ptrs[ni + nreal + i] = part.data() + c * per_chunk + offset[i];
       const int64_t rb = rows * c / chunks, re = rows * (c + 1) / chunks;
-      fn(d.sizes.data(), flat.data(), ptrs.data(), rb, re, s.vblock, s.blk);
+      fn(d.sizes.data(), flat.data(), ptrs.data(), rb, re, s.vblock, s.blk, s.launch_flags());
     }
   });
 

@@ -24,12 +24,21 @@ struct LaunchDomain {
 /// preserved, so linear reduction indices (argmax) are unchanged.
 void merge_axes(const LoopNest& nest, LaunchDomain& d);
 
+/// The generated kernel's launch-flags bit for non-temporal whole-vector output stores (AF_LF_STREAM in
+/// codegen/cpu/af_kernel.inc; the kernel's last argument, codegen/cpu/emit.h KernelFn).
+constexpr int64_t kLaunchStreamStores = 1;
+
 /// How a call is split into rows and parallel tasks.
 struct Schedule {
   int64_t rows = 0;    ///< iterations of the row loop (0: nothing to do)
   int64_t vblock = 0;  ///< vector-axis elements per row when that axis is kept (a multiple of the lane count)
   int64_t blk = 64;    ///< cascade summation block (inner iterations per partial sum)
   int64_t grain = 1;   ///< rows per parallel task at least
+  /// Whole-vector output stores are non-temporal (the kernel's launch flag kLaunchStreamStores): set by the tiling
+  /// function when the call's full outputs exceed the last-level cache (TilingFunction::decide).
+  bool stream_stores = false;
+  /// The kernel's launch-flags argument for this schedule (codegen/cpu/emit.h KernelFn).
+  int64_t launch_flags() const { return stream_stores ? kLaunchStreamStores : 0; }
 };
 
 /// The default schedule: rows of about 16K element-operations, tasks of about 64K. Sizes are the merged domain.

@@ -134,7 +134,7 @@ void launch_split(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
   parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       fn(sizes[static_cast<size_t>(p)].data(), flat.data(), ptrs[static_cast<size_t>(p)].data(), 0, s.rows, s.vblock,
-         s.blk);
+         s.blk, 0);  // partials: small, read back at once (no streaming stores)
     }
   });
   // Combine into the real outputs.
@@ -186,7 +186,8 @@ void launch_tiled(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
   const int64_t* sz = d.sizes.data();
   const int64_t* st = flat.data();
   void* const* dp = data.data();
-  parallel_for(s.rows, s.grain, [&](int64_t b0, int64_t b1) { fn(sz, st, dp, b0, b1, s.vblock, s.blk); });
+  parallel_for(s.rows, s.grain,
+               [&](int64_t b0, int64_t b1) { fn(sz, st, dp, b0, b1, s.vblock, s.blk, s.launch_flags()); });
 }
 
 void launch_rows_together(const std::vector<RowLaunch>& calls) {
@@ -206,7 +207,8 @@ void launch_rows_together(const std::vector<RowLaunch>& calls) {
       const RowLaunch& c = calls[j];
       if (c.schedule.rows <= 0) continue;
       const int64_t lo = std::max(b0, start) - start, hi = std::min(b1, start + c.schedule.rows) - start;
-      if (lo < hi) c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk);
+      if (lo < hi)
+        c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk, c.schedule.launch_flags());
       start += c.schedule.rows;
     }
   });

@@ -13,8 +13,9 @@
 namespace autofuse {
 
 /// The generated kernel's entry point (codegen/cpu/emit.h KernelFn): sizes, flat strides (operand-major, rank
-/// entries each), data pointers, row range, vector block, cascade block.
-using TiledKernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t);
+/// entries each), data pointers, row range, vector block, cascade block, launch flags (Schedule::launch_flags).
+using TiledKernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t,
+                               int64_t);
 
 /// Run `fn` over the merged domain `d` (operands first, iota pseudo-operands after them are ignored) with operand
 /// data pointers `data` (inputs then outputs, as nest.operands), under candidate `c` of

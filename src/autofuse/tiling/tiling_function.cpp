@@ -16,6 +16,7 @@ namespace autofuse {
 namespace {
 
 thread_local std::optional<TilingKind> g_forced;
+thread_local std::optional<bool> g_forced_stream;
 
 bool debug_enabled() {
   static const bool on = env_bool("AUTOFUSE_DEBUG", false);
@@ -60,6 +61,14 @@ std::optional<TilingKind> force_tiling_kind(std::optional<TilingKind> k) {
 }
 
 std::optional<TilingKind> forced_tiling_kind() { return g_forced; }
+
+std::optional<bool> force_stream_stores(std::optional<bool> on) {
+  auto prev = g_forced_stream;
+  g_forced_stream = on;
+  return prev;
+}
+
+std::optional<bool> forced_stream_stores() { return g_forced_stream; }
 
 TilingFunction::TilingFunction(const Graph& g, const LoopNest& nest, int lanes) : nest_(&nest), lanes_(lanes) {
   // Per-element facts of the graph.
@@ -189,6 +198,8 @@ TilingDecision TilingFunction::decide(const std::vector<int64_t>& sizes) const {
       memo_->decision = d;
     }
   }
+  if (g_forced_stream)
+    for (TilingCandidate& c : d.candidates) c.schedule.stream_stores = *g_forced_stream && c.kind != TilingKind::Split;
   if (debug_enabled()) {
     std::ostringstream o;
     for (size_t i = 0; i < sizes.size(); ++i) o << (i ? "," : "") << sizes[i];
@@ -292,6 +303,13 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
       }
     }
   }
+  // Streaming (non-temporal) output stores when the call's full outputs exceed the last-level cache: their lines
+  // would be evicted before any later read anyway, and the stores then skip the read-for-ownership (a third of an
+  // elementwise copy's DRAM traffic). Split writes small partials, read back at once: never streamed.
+  double elems = 1;
+  for (int64_t sz : sizes) elems *= static_cast<double>(sz);
+  const bool stream = out_bytes_ * elems > static_cast<double>(p.l3_bytes);
+  for (TilingCandidate& c : d.candidates) c.schedule.stream_stores = stream && c.kind != TilingKind::Split;
   // Choice: the lowest estimate; another kind must beat the default rows by 5% (the model's noise floor).
   for (size_t i = 1; i < d.candidates.size(); ++i)
     if (d.candidates[i].est_ns < 0.95 * d.candidates[d.chosen].est_ns) d.chosen = i;

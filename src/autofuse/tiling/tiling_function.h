@@ -55,6 +55,14 @@ std::optional<TilingKind> force_tiling_kind(std::optional<TilingKind> k);
 /// The calling thread's forced candidate kind (force_tiling_kind), nullopt when the cost model decides.
 std::optional<TilingKind> forced_tiling_kind();
 
+/// Forces Schedule::stream_stores on (true) or off (false) for the calling thread's decisions (tests: the
+/// non-temporal store path on small tensors); nullopt restores the rule (full outputs larger than the last-level
+/// cache). Split candidates never stream. Returns the previous setting.
+std::optional<bool> force_stream_stores(std::optional<bool> on);
+
+/// The calling thread's forced streaming setting (force_stream_stores), nullopt when the rule decides.
+std::optional<bool> forced_stream_stores();
+
 /// The per-kernel tiling function.
 class TilingFunction {
  public:

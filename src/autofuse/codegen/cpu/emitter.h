@@ -55,7 +55,7 @@ class Emitter {
          << num_passes_ << " pass(es) per row\n";
     out_ << "extern \"C\" void " << o_.func_name
          << "(const int64_t* __restrict sz, const int64_t* __restrict st, void* const* data, int64_t row_begin, "
-            "int64_t row_end, int64_t vblock, int64_t blk) {\n";
+            "int64_t row_end, int64_t vblock, int64_t blk, int64_t lflags) {\n";
     ind_ = 1;
     for (int a = 0; a < r_; ++a) line("const int64_t n" + s(a) + " = sz[" + s(a) + "];");
     for (size_t k = 0; k < nest_.operands.size(); ++k) {
@@ -73,11 +73,14 @@ class Emitter {
     for (int a : nest_.reduce_axes()) rn += " * n" + s(a);
     line("const int64_t rn = " + rn + ";  // elements reduced per output");
     line("(void)rn; (void)vblock; (void)blk;");
+    line("const bool af_nt = (lflags & AF_LF_STREAM) != 0;  // non-temporal output stores (af_sto)");
+    line("(void)af_nt;");
     emit_stash_decls();
     if (!inner_)
       emit_rows_vec_kept();
     else
       emit_rows_vec_reduced();
+    line("if (af_nt) af_sfence();");
     out_ << "}\n";
     return out_.str();
   }
@@ -288,10 +291,21 @@ class Emitter {
     }
   }
   void emit_prefetches() {
-    for (size_t k : prefetched_operands())
-      line("__builtin_prefetch(p" + s(k) + " + pn" + s(k) + " + i" + s(v_) + ", " +
-           (static_cast<int>(k) < nest_.num_inputs ? "0" : "1") + ", 3);");
+    for (size_t k : prefetched_operands()) {
+      const std::string pf = "p" + s(k) + " + pn" + s(k) + " + i" + s(v_);
+      if (static_cast<int>(k) < nest_.num_inputs)
+        line("__builtin_prefetch(" + pf + ", 0, 3);");
+      else if (streams_output(k))  // a streamed output's lines are not read for ownership: nothing to prefetch
+        line("if (!af_nt) __builtin_prefetch(" + pf + ", 1, 3);");
+      else
+        line("__builtin_prefetch(" + pf + ", 1, 3);");
+    }
   }
+  // Whether operand k's unit-stride whole-vector stores follow the launch flag AF_LF_STREAM (af_sto). Not inside
+  // the pipelined row loop for 16-bit outputs: there the bf16 softmax (the kernels pipelined by default) measured
+  // 1.06-1.19x the time with streaming stores on Zen 5 (docs/codegen.md, session 10), its half-line (32-byte) stores
+  // separated by a pass of exp; f32 outputs and the row loops gain.
+  bool streams_output(size_t k) const { return !(in_pipeline_ && dtype_size(g_.node(nest_.operands[k]).dtype) == 2); }
 
   // Prefetching ahead along the row. A one-pass row reduction (sum over the last axis) reads each row once, as one
   // stream; its compute per byte is small but not zero (bf16: a widening load and an add per 32 bytes), and the
@@ -637,6 +651,8 @@ class Emitter {
       std::string stmt;
       if (!vp.varies[static_cast<size_t>(v_)])
         stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
+      else if (o_.unit_inner[static_cast<size_t>(k)] && streams_output(static_cast<size_t>(k)))
+        stmt = "af_sto<" + st + ", " + ct + ">(" + ptr + ", n, " + var + ", af_nt);";
       else if (o_.unit_inner[static_cast<size_t>(k)])
         stmt = "af_stu<" + st + ", " + ct + ">(" + ptr + ", n, " + var + ");";
       else
