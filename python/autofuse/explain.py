@@ -80,7 +80,7 @@ class ExplainReport:
     def __str__(self) -> str:
         design = len(self.by_design)
         lines = [f"Autofuse explain: {self.graph_count} graph(s), {self.kernel_count} kernel(s), "
-                 f"{self.fallback_count} fallback(s)" + (f" (+ {design} ATen call(s) by design)" if design else "") +
+                 f"{self.fallback_count} fallback(s)" + (f" (+ {design} ATen op(s) by design)" if design else "") +
                  f", {self.graph_break_count} graph break(s)"]
         if self.graph_breaks:
             lines.append("  graph breaks (Dynamo split the function here; each part is compiled on its own):")
@@ -113,7 +113,10 @@ def _graph_summary(r) -> str:
     for st in steps:
         counts[st.kind] = counts.get(st.kind, 0) + 1
     names = {"kernel": "kernel", "extern": "ATen call", "host": "host step"}
-    parts = [f"{n} {names.get(k, k)}{'s' if n != 1 else ''}" for k, n in sorted(counts.items())]
+    onednn = (getattr(r, "program_source", None) or "").count("= ODL(")  # linear layers (extern_matmul.py)
+    parts = [f"{n} {names.get(k, k)}{'s' if n != 1 else ''}" + (f" ({onednn} as oneDNN's linear)"
+                                                                if k == "extern" and onednn else "")
+             for k, n in sorted(counts.items())]
     return "kernels: " + ", ".join(parts)
 
 

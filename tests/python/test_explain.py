@@ -93,8 +93,9 @@ def test_headline_counts_fallbacks_apart_from_externs_by_design_and_whole_graphs
     run wholly in ATen (complex64) reported 0 fallbacks with no Fallback line."""
     lin = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8))
     r = autofuse.explain(lin, torch.randn(2, 8))
-    assert r.fallback_count == 0 and len(r.by_design) == 1, r.fallbacks
-    assert "0 fallback(s) (+ 1 ATen call(s) by design)" in str(r).splitlines()[0], str(r)
+    # the forward's addmm; under pytest-xdist the backward (its mm) was seen compiled within explain() too, once
+    assert r.fallback_count == 0 and {op for op, _ in r.by_design} in ({"aten.addmm"}, {"aten.addmm", "aten.mm"})
+    assert f"0 fallback(s) (+ {len(r.by_design)} ATen op(s) by design)" in str(r).splitlines()[0], str(r)
     c = autofuse.explain(lambda x: (x * 2).exp(), torch.randn(4, dtype=torch.complex64))
     assert c.fallback_count == 1 and c.kernel_count == 0, c.fallbacks
     assert "1 fallback(s)" in str(c).splitlines()[0]

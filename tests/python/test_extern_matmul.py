@@ -296,3 +296,18 @@ def test_a_noisy_probe_is_not_stored(matmul, monkeypatch, tmp_path):
     got = extern_matmul.choice()
     assert got["source"] == "probe" and got["noisy"] is True
     assert not [f for f in os.listdir(tmp_path) if f.startswith("matmul-")]
+
+
+@needs_native
+@needs_onednn
+def test_explain_says_which_linears_run_on_onednn(matmul):
+    import autofuse
+
+    matmul("onednn")
+    with torch.no_grad():
+        r = autofuse.explain(Net().eval(), torch.randn(2, 3, 64))
+    assert "3 ATen calls (3 as oneDNN's linear)" in str(r), str(r)
+    matmul("aten")
+    with torch.no_grad():
+        r = autofuse.explain(Net().eval(), torch.randn(2, 3, 64))
+    assert "oneDNN" not in str(r), str(r)
