@@ -84,8 +84,7 @@ std::string interleaved_vector_body(const std::string& body, const std::string& 
     out += l + "\n";
     const std::string t = l.substr(std::min(l.find_first_not_of(' '), l.size()));
     // Block braces and comments appear once (copy 0's); n is shared.
-    if (t.empty() || t == "{" || t == "}" || t.rfind("//", 0) == 0 || t.rfind("const int64_t n =", 0) == 0)
-      continue;
+    if (t.empty() || t == "{" || t == "}" || t.rfind("//", 0) == 0 || t.rfind("const int64_t n =", 0) == 0) continue;
     for (int c = 1; c < copies; ++c) {
       const std::string sfx = "_" + std::to_string(c);
       out += std::regex_replace(std::regex_replace(l, name, "$1" + sfx), index, iv + sfx) + "\n";
