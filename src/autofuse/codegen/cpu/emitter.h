@@ -16,6 +16,21 @@ namespace cpu_emit {
 
 inline bool is_cascade(OpKind k, DType in) { return is_cascade_sum(k, in); }
 
+// ---- row loop pieces (emit_rows.cpp) ----
+/// The row odometer's digits: (variable, limit) pairs, the fastest-changing first; the last (outermost) never wraps.
+using RowDigits = std::vector<std::pair<std::string, std::string>>;
+/// Lines declaring the digits of row number `first` (divisions, once per call) through the scratch variable `rest`.
+std::vector<std::string> odometer_start_lines(const RowDigits& digits, const std::string& first,
+                                              const std::string& rest);
+/// The line advancing the digits to the next row number (at the end of a row's body).
+std::string odometer_advance_line(const RowDigits& digits);
+/// The body of one vector step of an elementwise loop (`body`: the lines emitted for the vector at index `iv`,
+/// declaring `n`, the offsets oc<k> and the values x<id>) as `copies` interleaved copies for the vectors at iv,
+/// iv + AF_W, ...: statement j of every copy, then statement j + 1 (each copy's names suffixed _1, _2, ...; its
+/// index iv_c = iv + c * AF_W declared first). Empty when the body has control flow or declares other names.
+std::string interleaved_vector_body(const std::string& body, const std::string& iv, int copies,
+                                    const std::string& indent);
+
 /// Emits the C++ source of one kernel variant (emit_cpu_kernel). Loop structure: rows over the kept axes, one pass
 /// over the reduction axes per reduction stage, vector lanes along the innermost domain axis (across rows when it is
 /// kept, along the row when it is reduced).
@@ -132,59 +147,30 @@ class Emitter {
     in_scope_[static_cast<size_t>(a)] = true;
   }
 
-  /// Decompose the row index over `axes` (innermost last) and set the row offsets.
+  /// Set the row offsets from the row's indices i<a> over `axes` (the row odometer's digits, below).
   void decompose_row(const std::vector<int>& axes) {
-    for (size_t j = axes.size(); j-- > 0;) {
-      int a = axes[j];
-      line("const int64_t i" + s(a) + " = rest % n" + s(a) + "; rest /= n" + s(a) + ";");
-    }
     for (int a : axes) advance_offsets(a, "ob");
   }
 
-  // Case (a): the vectorized axis is kept (elementwise kernels, outer reductions). A row is a kept outer index and a
-  // block of vblock elements of the vector axis; lanes run across the vector axis.
-  void emit_rows_vec_kept() {
-    std::vector<int> ko;
-    for (int a : nest_.kept_axes())
-      if (a != v_) ko.push_back(a);
-    line("const int64_t nvb = (n" + s(v_) + " + vblock - 1) / vblock;");
-    // An operand read lane by lane (strided along the vector axis, e.g. a transposed input) is read cache-line-wise
-    // along some outer axis; rows then run column-block-major (the vector block outermost, the outer index fastest)
-    // so that consecutive rows reuse the same vblock cache lines of that operand (see column_block_schedule).
-    const bool column_major = strided_vector_operand(nest_, o_);
-    if (column_major) {
-      std::string nko = "1";
-      for (int a : ko) nko += " * n" + s(a);
-      line("const int64_t nko = " + nko + ";");
-    }
-    open("for (int64_t row = row_begin; row < row_end; ++row)");
-    line(column_major ? "int64_t rest = row % nko;" : "int64_t rest = row;");
-    line(column_major ? "const int64_t vb = row / nko;" : "const int64_t vb = rest % nvb; rest /= nvb;");
-    decompose_row(ko);
-    line("(void)rest;");
-    line("const int64_t vbeg = vb * vblock, vend = af_imin<int64_t>(n" + s(v_) + ", vbeg + vblock);");
-    const std::string iv = "i" + s(v_);
-    line("int64_t " + iv + " = vbeg;");
-    auto saved = cur_;
-    for (int tail = 0; tail < 2; ++tail) {
-      if (!tail)
-        open("for (; " + iv + " + AF_W <= vend; " + iv + " += AF_W)");
-      else
-        open("if (" + iv + " < vend)");
-      line(std::string("const int64_t n = ") + (tail ? "vend - " + iv : "AF_W") + ";");
-      cur_ = saved;
-      for (size_t k = 0; k < cur_.size(); ++k) {
-        if (!op_varies(k, v_)) continue;
-        std::string name = "oc" + s(k);
-        line("const int64_t " + name + " = " + cur_[k] + " + " + iv + " * s" + s(k) + "_" + s(v_) + ";");
-        cur_[k] = name;
-      }
-      in_scope_[static_cast<size_t>(v_)] = true;
-      emit_passes();
-      close();
-    }
-    close();
+  // The row odometer (emit_rows.cpp): the row's kept-axis indices are digits advanced with carries per row.
+  void emit_odometer_start(const RowDigits& digits, const std::string& first, const std::string& rest) {
+    for (const std::string& l : odometer_start_lines(digits, first, rest)) line(l);
   }
+  void emit_odometer_advance(const RowDigits& digits) {
+    if (!digits.empty()) line(odometer_advance_line(digits));
+  }
+  /// The kept axes `axes` (innermost last) as digits <prefix><a> / n<a>, fastest first.
+  RowDigits axis_digits(const std::vector<int>& axes, const std::string& prefix = "i") const {
+    RowDigits d;
+    for (size_t j = axes.size(); j-- > 0;) d.emplace_back(prefix + s(axes[j]), "n" + s(axes[j]));
+    return d;
+  }
+
+  // Case (a): the vectorized axis is kept (elementwise kernels, outer reductions). A row is a kept outer index and a
+  // block of vblock elements of the vector axis; lanes run across the vector axis (emit_rows.cpp).
+  void emit_rows_vec_kept();
+  /// One vector step of emit_rows_vec_kept at index `iv` (`tail`: the masked last one): n, the offsets, the passes.
+  void emit_vector_step(const std::string& iv, const std::vector<std::string>& row_offsets, bool tail);
 
   // Case (b): the vectorized axis is reduced (softmax, layer norm, sum(-1)). A row is one kept index; lanes run
   // along the row, combined horizontally at the end of each pass.
@@ -196,12 +182,25 @@ class Emitter {
       line("#endif");
       open("");
     }
+    const RowDigits digits = axis_digits(nest_.kept_axes());
+    emit_odometer_start(digits, "row_begin", "rest");
+    const bool pf = prefetch_next_row();
+    const RowDigits next = axis_digits(nest_.kept_axes(), "j");
+    if (pf) {
+      line("int64_t nrow = row_begin + AF_PF_AHEAD < row_end ? row_begin + AF_PF_AHEAD : row_end - 1;");
+      emit_odometer_start(next, "nrow", "nrest");
+    }
     open("for (int64_t row = row_begin; row < row_end; ++row)");
-    line("int64_t rest = row;");
     decompose_row(nest_.kept_axes());
-    line("(void)rest;");
-    if (prefetch_next_row()) emit_next_row_offsets();
+    if (pf) emit_next_row_offsets();
     emit_passes();
+    emit_odometer_advance(digits);
+    if (pf) {
+      open("if (nrow + 1 < row_end)");
+      line("++nrow;");
+      emit_odometer_advance(next);
+      close();
+    }
     close();
     if (pipelined_) close();
   }
@@ -276,13 +275,11 @@ class Emitter {
       if (t > best) best = t, prefetch_pass_ = p;
     }
   }
-  /// `pn<k>`: operand k's offset of the next row (this row's at the last row of the call).
+  /// `pn<k>`: operand k's offset of the row AF_PF_AHEAD rows ahead (the call's last row near its end). Its indices
+  /// j<a> are a second row odometer (emit_rows_vec_reduced), started at `nrow` = min(row_begin + AF_PF_AHEAD,
+  /// row_end - 1) and advanced with the rows while nrow is before the call's last row.
   void emit_next_row_offsets() {
     const std::vector<int> ko = nest_.kept_axes();
-    line("int64_t nrest = row + AF_PF_AHEAD < row_end ? row + AF_PF_AHEAD : row;");
-    for (size_t j = ko.size(); j-- > 0;)
-      line("const int64_t j" + s(ko[j]) + " = nrest % n" + s(ko[j]) + "; nrest /= n" + s(ko[j]) + ";");
-    line("(void)nrest;");
     for (size_t k : prefetched_operands()) {
       std::string e = "0";
       for (int a : ko)
