@@ -193,14 +193,31 @@ def _onednn_ok(lg, n, fold: LinearFold) -> bool:
             and val.dtype == n.dtype and (val.numel() <= 1 or val.stride() == (1,)))
 
 
-def _fold_kn(lg, n) -> Optional[LinearFold]:
-    """A LinearFold with ``weight_kn`` for ``mm(x, w)`` / ``addmm(b, x, w)`` whose second operand is a graph input
-    (a parameter) with a contiguous (K, N) example of static sizes, or None."""
+def _matmul_operands(n) -> Optional[Tuple[int, int, Optional[int]]]:
+    """(index of the input, of the second operand, of the bias or None) in the FX args of extern node ``n`` when it
+    is an ``aten.mm`` or an ``aten.addmm`` without ``beta``/``alpha``, else None."""
     fx = n.fx
     ops = _OPERANDS.get(str(getattr(fx, "target", ""))) if n.item is None and fx is not None else None
     if ops is None or fx.kwargs or len(fx.args) != (3 if ops[2] is not None else 2):
         return None
-    xi, wi, bi = ops
+    return ops
+
+
+def _bias_1d(lg, bias) -> bool:
+    """Whether a matmul's bias argument is absent or a 1-D value of the program."""
+    if bias is None:
+        return True
+    bv = lg.fx_value.get(bias) if isinstance(bias, torch.fx.Node) else None
+    return isinstance(bv, int) and len(lg.nodes[bv].shape) == 1
+
+
+def _fold_kn(lg, n) -> Optional[LinearFold]:
+    """A LinearFold with ``weight_kn`` for ``mm(x, w)`` / ``addmm(b, x, w)`` whose second operand is a graph input
+    (a parameter) with a contiguous (K, N) example of static sizes, or None."""
+    ops = _matmul_operands(n)
+    if ops is None:
+        return None
+    fx, (xi, wi, bi) = n.fx, ops
     w = fx.args[wi]
     wv = lg.fx_value.get(w) if isinstance(w, torch.fx.Node) else None
     if not isinstance(wv, int) or wv not in set(lg.arg_nodes.values()):
@@ -211,10 +228,8 @@ def _fold_kn(lg, n) -> Optional[LinearFold]:
             or tuple(val.shape) != tuple(shape) or tuple(val.stride()) != (int(shape[1]), 1)):
         return None
     bias = fx.args[bi] if bi is not None else None
-    if bias is not None:
-        bv = lg.fx_value.get(bias) if isinstance(bias, torch.fx.Node) else None
-        if not isinstance(bv, int) or len(lg.nodes[bv].shape) != 1:
-            return None
+    if not _bias_1d(lg, bias):
+        return None
     return LinearFold(x=fx.args[xi], weight=wv, bias=bias, transpose=None, weight_kn=True)
 
 
@@ -265,11 +280,10 @@ def _whole_base(lg, xv: Any, views) -> Optional[int]:
 
 def _fold(lg, n, inline: Set[int], folded_views, readers: Dict[int, int]) -> Optional[LinearFold]:
     """The LinearFold of extern node ``n``, or None when it is not a foldable matmul."""
-    fx = n.fx
-    ops = _OPERANDS.get(str(getattr(fx, "target", ""))) if n.item is None and fx is not None else None
-    if ops is None or fx.kwargs or len(fx.args) != (3 if ops[2] is not None else 2):
+    ops = _matmul_operands(n)
+    if ops is None:
         return None
-    xi, wi, bi = ops
+    fx, (xi, wi, bi) = n.fx, ops
     wt = fx.args[wi]
     pv = lg.fx_value.get(wt) if isinstance(wt, torch.fx.Node) else None
     if not isinstance(pv, int) or pv not in inline or pv in folded_views:
@@ -283,8 +297,6 @@ def _fold(lg, n, inline: Set[int], folded_views, readers: Dict[int, int]) -> Opt
     if readers.get(pv, 0) != 1 or _fx_readers(lg, pv) != 1:  # the matmul's own read only
         return None
     bias = fx.args[bi] if bi is not None else None
-    if bias is not None:
-        bv = lg.fx_value.get(bias) if isinstance(bias, torch.fx.Node) else None
-        if not isinstance(bv, int) or len(lg.nodes[bv].shape) != 1:
-            return None
+    if not _bias_1d(lg, bias):
+        return None
     return LinearFold(x=fx.args[xi], weight=ins[0], bias=bias, transpose=pv)
