@@ -204,6 +204,11 @@ def run_model(name: str, spec, args) -> Dict[str, object]:
         res[f"{be}_warm"] = _probe(be, name, args, cache, env)
         if be == "autofuse":
             res["autofuse_warm_default"] = _probe(be, name, args, cache)
+            # the cold compile a user gets by default (the warm start is opt-in: it stores Dynamo's package during
+            # the first call, ~0.3 s more), in caches of its own
+            fresh = tempfile.mkdtemp(prefix=f"autofuse-demo-{name}-default-")
+            res["autofuse_cold_default"] = _probe(be, name, args, fresh)
+            shutil.rmtree(fresh, ignore_errors=True)
     # this process uses the same (now populated) caches for the rest of the model's runs
     saved = {k: os.environ.get(k) for k in ("AUTOFUSE_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")}
     os.environ["AUTOFUSE_CACHE_DIR"] = os.path.join(cache, "autofuse")
@@ -248,7 +253,8 @@ def run_model(name: str, spec, args) -> Dict[str, object]:
     ind_c = (f"inductor cold {res['inductor_cold']['first']:.2f} s / warm {res['inductor_warm']['first']:.2f} s | "
              if args.inductor else "")
     print(f"  compile (torch.compile + first call in a new process; cold: empty caches, warm: caches populated): "
-          f"{ind_c}autofuse (AUTOFUSE_WARM_START=1) cold {ac['first']:.2f} s / warm {aw['first']:.2f} s "
+          f"{ind_c}autofuse cold {res['autofuse_cold_default']['first']:.2f} s (defaults); autofuse "
+          f"(AUTOFUSE_WARM_START=1) cold {ac['first']:.2f} s / warm {aw['first']:.2f} s "
           f"({aw.get('pkg_hit', 0):.0f} Dynamo packages loaded); autofuse warm with Dynamo's defaults "
           f"{ad['first']:.2f} s")
     print(f"    autofuse's own part (lowering, fusion, {ac['compiles']:.0f} C++ compiles): cold {ac['backend']:.2f} s,"
@@ -356,11 +362,11 @@ def summary(results: List[Dict[str, object]], sw: Dict[str, object] | None, indu
              r["grad_rel"] <= FP32_TOL),
         ]
         if inductor:
-            ac, ic = r["autofuse_cold"]["first"], r["inductor_cold"]["first"]
+            ac, ic = r["autofuse_cold_default"]["first"], r["inductor_cold"]["first"]  # both with their defaults
             aw, iw, ad = r["autofuse_warm"]["first"], r["inductor_warm"]["first"], r["autofuse_warm_default"]["first"]
             lines += [
-                (False, f"{m} cold compile <= 1/5 of Inductor's ({ac:.2f} s vs {ic:.2f} s: {ac / ic:.2f}x)",
-                 ac <= ic / 5),
+                (False, f"{m} cold compile <= 1/5 of Inductor's ({ac:.2f} s vs {ic:.2f} s: {ac / ic:.2f}x; "
+                        f"with the warm start on {r['autofuse_cold']['first'] / ic:.2f}x)", ac <= ic / 5),
                 (False, f"{m} warm start <= 1/3 of Inductor's (Autofuse with AUTOFUSE_WARM_START=1 {aw:.2f} s vs "
                         f"Inductor's default warm start {iw:.2f} s: {aw / iw:.2f}x; both with Dynamo's defaults: "
                         f"{ad / iw:.2f}x; one probe each)", aw <= iw / 3),
