@@ -149,6 +149,7 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
     for v in views.layout:
         for u in set(lg.nodes[v].inputs):
             view_readers[u] = view_readers.get(u, 0) + 1
+    graph_inputs = set(lg.arg_nodes.values())
     out: Dict[int, LinearFold] = {}
     for st in steps:
         if st.kind != "extern":
@@ -157,23 +158,24 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
             n = lg.nodes[v]
             fold = _fold(lg, n, inline, views.layout, readers)
             if fold is None and use_onednn(n.dtype):
-                fold = _fold_kn(lg, n)
+                fold = _fold_kn(lg, n, graph_inputs)
             if fold is None:
                 continue
             if readers.get(v, 0) == view_readers.get(v, 0) > 0:  # read through folded views only
                 fold.x_base = _whole_base(lg, lg.fx_value.get(fold.x), views)
             fold.direct = _direct_sizes(lg, n, fold)
-            fold.onednn = _onednn_ok(lg, n, fold)
+            fold.onednn = _onednn_ok(lg, n, fold, graph_inputs)
             if fold.weight_kn and not (fold.onednn and fold.direct is not None):
-                continue  # a (K, N) weight is only read by oneDNN's direct form
+                continue  # a (K, N) weight is only read by oneDNN's direct form (static, contiguous: _direct_sizes)
             out[v] = fold
     return out
 
 
-def _onednn_ok(lg, n, fold: LinearFold) -> bool:
+def _onednn_ok(lg, n, fold: LinearFold, graph_inputs: Set[int]) -> bool:
     """Whether matmul node ``n`` can run on oneDNN's linear (extern_matmul.py): fp32 or bf16 as use_onednn says, the
-    input and weight of that dtype, a static reduction length K > 0, and a bias that is None or a graph input of the same dtype whose example is
-    contiguous (a stride-0 bias would be read past its storage; Dynamo guards an input's strides)."""
+    input and weight of that dtype, a static reduction length K > 0, and a bias that is None or one of the
+    ``graph_inputs`` of the same dtype whose example is contiguous (a stride-0 bias would be read past its storage;
+    Dynamo guards an input's strides)."""
     if not use_onednn(n.dtype):
         return False
     xv = lg.fx_value.get(fold.x) if isinstance(fold.x, torch.fx.Node) else None
@@ -189,7 +191,7 @@ def _onednn_ok(lg, n, fold: LinearFold) -> bool:
         return True
     bv = lg.fx_value.get(fold.bias) if isinstance(fold.bias, torch.fx.Node) else None
     val = fold.bias.meta.get("val") if isinstance(fold.bias, torch.fx.Node) else None
-    return (bv in set(lg.arg_nodes.values()) and isinstance(val, torch.Tensor) and val.dim() == 1
+    return (bv in graph_inputs and isinstance(val, torch.Tensor) and val.dim() == 1
             and val.dtype == n.dtype and (val.numel() <= 1 or val.stride() == (1,)))
 
 
@@ -211,21 +213,17 @@ def _bias_1d(lg, bias) -> bool:
     return isinstance(bv, int) and len(lg.nodes[bv].shape) == 1
 
 
-def _fold_kn(lg, n) -> Optional[LinearFold]:
-    """A LinearFold with ``weight_kn`` for ``mm(x, w)`` / ``addmm(b, x, w)`` whose second operand is a graph input
-    (a parameter) with a contiguous (K, N) example of static sizes, or None."""
+def _fold_kn(lg, n, graph_inputs: Set[int]) -> Optional[LinearFold]:
+    """A LinearFold with ``weight_kn`` for ``mm(x, w)`` / ``addmm(b, x, w)`` whose second operand is one of the
+    ``graph_inputs`` (a parameter), or None. plan_linear keeps it only in the direct form (_direct_sizes: static
+    sizes, a contiguous (K, N) example) on oneDNN."""
     ops = _matmul_operands(n)
     if ops is None:
         return None
     fx, (xi, wi, bi) = n.fx, ops
     w = fx.args[wi]
     wv = lg.fx_value.get(w) if isinstance(w, torch.fx.Node) else None
-    if not isinstance(wv, int) or wv not in set(lg.arg_nodes.values()):
-        return None
-    val = w.meta.get("val")
-    shape = lg.nodes[wv].shape
-    if (not isinstance(val, torch.Tensor) or len(shape) != 2 or not all(isinstance(d, int) for d in shape)
-            or tuple(val.shape) != tuple(shape) or tuple(val.stride()) != (int(shape[1]), 1)):
+    if not isinstance(wv, int) or wv not in graph_inputs:
         return None
     bias = fx.args[bi] if bi is not None else None
     if not _bias_1d(lg, bias):
