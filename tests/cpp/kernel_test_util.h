@@ -91,6 +91,10 @@ std::string compare(const HostTensor& got, const HostTensor& want, double tol);
 /// Default tolerance for an inexact output of dtype t (0 for integer types).
 double default_tolerance(DType t);
 
+/// Kernel k vs the reference interpreter on `in` (GoogleTest expectations): the same number of outputs, each within
+/// its dtype's default_tolerance (NaN where the interpreter has NaN); `what` names the case in failure messages.
+void expect_matches_interpreter(const Kernel& k, const std::vector<HostTensor>& in, const std::string& what);
+
 /// A random kernel graph and, per output, whether it is computed exactly (bit-equal to the interpreter).
 struct RandomGraph {
   Graph graph;

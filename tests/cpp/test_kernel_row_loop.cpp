@@ -14,20 +14,17 @@
 #include <vector>
 
 #include "autofuse/codegen/kernel.h"
-#include "autofuse/ir/interpreter.h"
 #include "autofuse/ir/parser.h"
 #include "kernel_test_util.h"
 
 namespace autofuse {
 namespace {
 
-using kernel_testing::compare;
-using kernel_testing::default_tolerance;
+using kernel_testing::expect_matches_interpreter;
 using kernel_testing::fill_random;
 using kernel_testing::float_dtype_of;
 using kernel_testing::Layout;
 using kernel_testing::make_tensor;
-using kernel_testing::run_kernel;
 using kernel_testing::TilingRestore;
 using kernel_testing::with_dtype;
 
@@ -55,14 +52,6 @@ const char* kGeluIota = R"(graph gelu(%x: DT[s0, s1]) {
   return %y
 })";
 
-void expect_match(const Kernel& k, const std::vector<HostTensor>& in, const std::string& what) {
-  auto got = run_kernel(k, in);
-  auto want = interpret(k.graph(), in);
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(compare(got[i], want[i], default_tolerance(got[i].dtype)), "") << what << ", output " << i;
-}
-
 TEST(KernelRowLoop, InterleavedElementwiseStepsAtEveryLength) {
   for (const std::string dt : {"f32", "bf16", "f16"}) {
     auto k = Kernel::compile(parse_graph(with_dtype(kGeluIota, dt)));
@@ -74,7 +63,8 @@ TEST(KernelRowLoop, InterleavedElementwiseStepsAtEveryLength) {
         std::mt19937_64 rng(static_cast<uint64_t>(d) * 31 + static_cast<uint64_t>(l) + dt.size());
         HostTensor x = make_tensor(float_dtype_of(dt), {5, d}, l, rng);
         fill_random(x, rng, /*specials=*/true);
-        expect_match(*k, {x}, dt + " d=" + std::to_string(d) + " layout " + std::to_string(static_cast<int>(l)));
+        expect_matches_interpreter(*k, {x},
+                                   dt + " d=" + std::to_string(d) + " layout " + std::to_string(static_cast<int>(l)));
       }
     }
   }
@@ -107,10 +97,10 @@ TEST(KernelRowLoop, RowsStartingMidIndexSpaceWithAnyThreadCount) {
       fill_random(x, rng, /*specials=*/true);
       fill_random(b, rng, false);
       const std::string what = std::to_string(threads) + " threads, layout " + std::to_string(static_cast<int>(l));
-      expect_match(*ew, {x, b}, "elementwise, " + what);
+      expect_matches_interpreter(*ew, {x, b}, "elementwise, " + what);
       HostTensor xs = make_tensor(DType::Float32, {5, 7, 130, 20}, l, rng);
       fill_random(xs, rng, /*specials=*/true);
-      expect_match(*sm, {xs}, "softmax, " + what);
+      expect_matches_interpreter(*sm, {xs}, "softmax, " + what);
     }
   }
 }

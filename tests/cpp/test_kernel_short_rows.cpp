@@ -21,6 +21,7 @@ namespace {
 
 using kernel_testing::compare;
 using kernel_testing::default_tolerance;
+using kernel_testing::expect_matches_interpreter;
 using kernel_testing::float_dtype_of;
 using kernel_testing::Layout;
 using kernel_testing::make_tensor;
@@ -75,15 +76,6 @@ const char* kRmsNorm = R"(graph rms_norm(%x: DT[s0, s1], %w: DT[s1]) {
 /// Random N(0, 1) values in `h` (any layout), rounded to its dtype by set_double.
 void fill(HostTensor& h, std::mt19937_64& rng) { kernel_testing::fill_random(h, rng, false); }
 
-/// Kernel vs interpreter on `in`: outputs within the dtype's tolerance, NaN where the interpreter has NaN.
-void expect_match(const Kernel& k, const std::vector<HostTensor>& in, const std::string& what) {
-  auto got = run_kernel(k, in);
-  auto want = interpret(k.graph(), in);
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(compare(got[i], want[i], default_tolerance(got[i].dtype)), "") << what << ", output " << i;
-}
-
 const std::vector<int64_t> kShortLengths = {1, 2, 7, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 96, 127, 128, 129};
 
 TEST(KernelShortRows, SoftmaxAtEveryShortLengthWithSpecialRows) {
@@ -101,7 +93,7 @@ TEST(KernelShortRows, SoftmaxAtEveryShortLengthWithSpecialRows) {
       x.set_double({3, (d * 7 + 2) % d}, -kInf);
       for (int64_t c = 0; c < d; ++c) x.set_double({4, c}, -kInf);
       x.set_double({5, d - 1}, kNaN);  // in the tail vector
-      expect_match(*k, {x}, dt + " d=" + std::to_string(d));
+      expect_matches_interpreter(*k, {x}, dt + " d=" + std::to_string(d));
       auto got = run_kernel(*k, {x});
       for (int64_t c = 0; c < d; ++c) {
         EXPECT_TRUE(std::isnan(got[0].get_double({1, c}))) << dt << " d=" << d << " NaN row, column " << c;
@@ -165,7 +157,7 @@ TEST(KernelShortRows, RowMaxWithoutNaNSelectsKeepsEagerNaNs) {
         for (int64_t c = 0; c < d; ++c) x.set_double({5, c}, kNaN);   // all NaN
         x.set_double({6, d / 3}, kInf);
         x.set_double({6, (2 * d) / 3}, kNaN);  // +inf and NaN (the same cell when d = 1)
-        expect_match(*k, {x}, dt + " d=" + std::to_string(d));
+        expect_matches_interpreter(*k, {x}, dt + " d=" + std::to_string(d));
         auto got = run_kernel(*k, {x});
         for (int64_t r : {0, 1, 4, 5, 6})  // rows with a NaN, or all -inf (-inf - -inf is NaN), are NaN throughout
           for (int64_t c = 0; c < d; ++c) {
@@ -189,8 +181,8 @@ TEST(KernelShortRows, NormsAtEveryShortLength) {
       fill(w, rng);
       fill(b, rng);
       x.set_double({3, d / 2}, kNaN);
-      expect_match(*ln, {x, w, b}, "layer_norm " + dt + " d=" + std::to_string(d));
-      expect_match(*rms, {x, w}, "rms_norm " + dt + " d=" + std::to_string(d));
+      expect_matches_interpreter(*ln, {x, w, b}, "layer_norm " + dt + " d=" + std::to_string(d));
+      expect_matches_interpreter(*rms, {x, w}, "rms_norm " + dt + " d=" + std::to_string(d));
     }
   }
 }
@@ -213,7 +205,8 @@ TEST(KernelShortRows, StridedAndBroadcastRows) {
       std::mt19937_64 rng(sz[3] * 101 + static_cast<int>(l));
       HostTensor x = make_tensor(DType::Float32, sz, l, rng);
       fill(x, rng);
-      expect_match(*k, {x}, "layout " + std::to_string(static_cast<int>(l)) + " d=" + std::to_string(sz[3]));
+      expect_matches_interpreter(*k, {x},
+                                 "layout " + std::to_string(static_cast<int>(l)) + " d=" + std::to_string(sz[3]));
     }
 }
 
@@ -249,7 +242,7 @@ TEST(KernelShortRows, EmptyTensors) {
     std::mt19937_64 rng(5);
     HostTensor x = make_tensor(DType::Float32, sz, Layout::Contiguous, rng);
     fill(x, rng);
-    expect_match(*k, {x}, "sizes " + std::to_string(sz[0]) + "x" + std::to_string(sz[1]));
+    expect_matches_interpreter(*k, {x}, "sizes " + std::to_string(sz[0]) + "x" + std::to_string(sz[1]));
   }
 }
 

@@ -1,4 +1,6 @@
 // Implementation of kernel_test_util.h (no tests here; linked into the one GoogleTest binary).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -200,6 +202,14 @@ std::string run_case(const RandomGraph& rg, const Bindings& b, std::mt19937_64& 
     if (!e.empty()) return "output " + std::to_string(i) + " " + e + "; " + desc.str();
   }
   return "";
+}
+
+void expect_matches_interpreter(const Kernel& k, const std::vector<HostTensor>& in, const std::string& what) {
+  auto got = run_kernel(k, in);
+  auto want = interpret(k.graph(), in);
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(compare(got[i], want[i], default_tolerance(got[i].dtype)), "") << what << ", output " << i;
 }
 
 }  // namespace autofuse::kernel_testing
