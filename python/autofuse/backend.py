@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import torch.fx
 
-from . import neg_inputs
+from . import neg_inputs, weight_pack
 from .env import env_bool
 from .lowering import LoweredGraph, UnsupportedGraph, lower, report_fallback
 from .program import HostGroup, ReferenceGroup, Step, build_program
@@ -259,7 +259,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
     record.example_bindings = _example_bindings(lg, example_inputs)
     steps = plan(lg, record)
     record.steps = steps
-    fn = build_program(lg, steps, name=f"af_{record.name}")
+    fn = build_program(lg, steps, name=f"af_{record.name}", prepack=kind == "inference" and weight_pack.enabled())
     record.program_source = fn.__autofuse_source__
     record.program = fn
     record.compile_seconds = time.perf_counter() - t0

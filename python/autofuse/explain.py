@@ -113,9 +113,11 @@ def _graph_summary(r) -> str:
     for st in steps:
         counts[st.kind] = counts.get(st.kind, 0) + 1
     names = {"kernel": "kernel", "extern": "ATen call", "host": "host step"}
-    onednn = (getattr(r, "program_source", None) or "").count("= ODL(")  # linear layers (extern_matmul.py)
-    parts = [f"{n} {names.get(k, k)}{'s' if n != 1 else ''}" + (f" ({onednn} as oneDNN's linear)"
-                                                                if k == "extern" and onednn else "")
+    source = getattr(r, "program_source", None) or ""
+    onednn = source.count("= ODL(")  # linear layers (extern_matmul.py)
+    packed = source.count(", PW(")  # of which with pre-packed weights (weight_pack.py)
+    linear = f" ({onednn} as oneDNN's linear" + (f", {packed} with packed weights)" if packed else ")")
+    parts = [f"{n} {names.get(k, k)}{'s' if n != 1 else ''}" + (linear if k == "extern" and onednn else "")
              for k, n in sorted(counts.items())]
     return "kernels: " + ", ".join(parts)
 

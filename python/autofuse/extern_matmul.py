@@ -264,6 +264,9 @@ def reset() -> None:
 
 def cache_key() -> str:
     """What the compiled programs depend on here, for the compiled-graph caches' version tag (aot_cache.py): the
-    library kernel of fp32 and of bf16 linear layers (AUTOFUSE_MATMUL, the probe's answer, torch's mkldnn switch)."""
+    library kernel of fp32 and of bf16 linear layers (AUTOFUSE_MATMUL, the probe's answer, torch's mkldnn switch)
+    and whether inference graphs pack their weights (AUTOFUSE_PREPACK, weight_pack.py)."""
+    from . import weight_pack
+
     return f"matmul fp32={'onednn' if use_onednn(torch.float32) else 'aten'} " \
-           f"bf16={'onednn' if use_onednn(torch.bfloat16) else 'aten'}"
+           f"bf16={'onednn' if use_onednn(torch.bfloat16) else 'aten'} prepack={int(weight_pack.enabled())}"

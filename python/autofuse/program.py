@@ -31,6 +31,7 @@ from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 from .program_embedding import GATHER_ROWS_FN, embedding_lines
 from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, ONEDNN_FN, plan_linear
+from .weight_pack import packed_weight
 from .program_outputs import contiguous_strides, plan_output_views
 from .program_inplace import aliased_reads, owned_bases, plan_inplace
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
@@ -125,7 +126,7 @@ class _Emitter:
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
                                         "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
-                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN, "ODL": ONEDNN_FN,
+                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN, "ODL": ONEDNN_FN, "PW": packed_weight,
                                         "GR": GATHER_ROWS_FN}
         self._consts: Dict[int, str] = {}
         self._specs: Dict[Any, str] = {}
@@ -340,8 +341,9 @@ def _direct_reads(lg: LoweredGraph, steps: List[Step], inline_hosts, views: View
     return out
 
 
-def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") -> Callable:
-    """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``."""
+def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call", prepack: bool = False) -> Callable:
+    """Generate and compile the Python function running ``steps`` (topologically ordered) for ``lg``; ``prepack``:
+    oneDNN linear layers read their weights packed (weight_pack.py; inference graphs)."""
     e = _Emitter(lg)
     L = e.lines
     L.append(f"def {name}(args):")
@@ -362,7 +364,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call") ->
     host_nodes = {v for st in steps if st.kind == "host" for v in st.nodes} | set(expand)
     layouts = kernel_output_layouts(lg, steps, host_nodes, fake)  # graph outputs get eager's strides
     views = _plan_views(lg, steps, inline_hosts, layouts)
-    linear = plan_linear(lg, steps, inline_hosts, views)  # mm(x, w.permute([1, 0])) -> LIN(x, w)
+    linear = plan_linear(lg, steps, inline_hosts, views, prepack)  # mm(x, w.permute([1, 0])) -> LIN(x, w)
     specs = views.layout  # folded views that native kernels read are passed as view specs, not torch views
     # what the folded matmuls and the kernels no longer read need not be materialized
     views = _plan_views(lg, steps, inline_hosts, layouts, linear, specs)

@@ -6,8 +6,9 @@ back, several times that right after a matmul: 15 per call of the LLaMA-style de
 the weight as it is and makes the same transposed view in C++: for a 2-D input ATen's ``linear``
 (aten/src/ATen/native/Linear.cpp) calls ``addmm(b, x, w.t())`` with a bias and ``matmul(x, w.t())`` -> ``mm(x, w.t())``
 without one: the same ATen kernel on the same operands, so the result is bit-identical to the decomposed calls
-(tests/python/test_program_linear.py checks it for fp32 and bf16). The weight is read at every call, never cached: a
-parameter whose ``.data`` is replaced between calls is seen as it is then.
+(tests/python/test_program_linear.py checks it for fp32 and bf16). ATen's forms read the weight at every call: a
+parameter whose ``.data`` is replaced between calls is seen as it is then. oneDNN's form (``ODL``) in an inference
+graph reads a packed copy of it instead (``PW``, weight_pack.py), checked against the weight at every call.
 
 A fold needs: the matmul is ``aten.mm`` or ``aten.addmm`` without ``beta``/``alpha`` (and a 1-D bias); its second
 operand is a host ``permute`` with ``dims=[1, 0]`` run inline and not folded into a strided view (program_views.py);
@@ -71,6 +72,10 @@ class LinearFold:
     #: the weight is a (K, N) tensor read as it is (``addmm(b, x, w)``, GPT-2's Conv1D): only with ``onednn``,
     #: which takes it as the (N, K) view ``RT(w, (N, K), (1, N), 0)``; ``transpose`` is then None
     weight_kn: bool = False
+    #: with ``onednn``: the weight goes through ``PW(w, kn, rows)`` (weight_pack.py), its packed copy
+    pack: bool = False
+    #: oneDNN's layout hint for ``pack``: the matmul's static row count M, or None
+    rows: Optional[int] = None
 
     def line(self, v: int, arg) -> str:
         """The program line computing matmul node ``v`` (``arg``: the emitter's FX-argument formatter)."""
@@ -89,7 +94,7 @@ class LinearFold:
 
     def _onednn_call(self, arg) -> str:
         """``ODL(x, w, bias, "none", [], "")``: x as the direct form or LIN passes it, w (N, K) (a view of a (K, N)
-        weight for ``weight_kn``), bias or None."""
+        weight for ``weight_kn``; ``PW(w, kn, rows)``, its packed copy, for ``pack``), bias or None."""
         if self.direct is not None:
             m, k, n = self.direct
             x = f"RT(v{self.x_base}, ({m}, {k}), ({k}, 1), 0)" if self.x_base is not None else arg(self.x)
@@ -97,6 +102,8 @@ class LinearFold:
         else:
             x = f"v{self.x_base}" if self.x_base is not None else arg(self.x)
             w = f"v{self.weight}"
+        if self.pack:
+            w = f"PW(v{self.weight}, {self.weight_kn}, {self.rows})"
         bias = arg(self.bias) if self.bias is not None else "None"
         return f'ODL({x}, {w}, {bias}, "none", [], "")'
 
@@ -140,9 +147,11 @@ def _fx_readers(lg, v: int) -> int:
     return sum(len(node.users) for node, fv in lg.fx_value.items() if fv == v and isinstance(node, torch.fx.Node))
 
 
-def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFold]:
+def plan_linear(lg, steps, inline_hosts: Set[int], views, prepack: bool = False) -> Dict[int, LinearFold]:
     """matmul node -> its LinearFold, for every extern matmul that can take its weight untransposed (module doc).
-    ``inline_hosts``: indices of the host steps run inline; ``views``: program_views.py's ViewPlan of them."""
+    ``inline_hosts``: indices of the host steps run inline; ``views``: program_views.py's ViewPlan of them;
+    ``prepack``: oneDNN linears whose weight is a graph input with a contiguous example get their weight packed
+    (weight_pack.py; for inference graphs)."""
     inline = {v for k in inline_hosts for v in steps[k].nodes}
     readers = _readers(lg)
     view_readers: Dict[int, int] = {}  # value -> how many folded views read it
@@ -167,6 +176,8 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views) -> Dict[int, LinearFol
             fold.onednn = _onednn_ok(lg, n, fold, graph_inputs)
             if fold.weight_kn and not (fold.onednn and fold.direct is not None):
                 continue  # a (K, N) weight is only read by oneDNN's direct form (static, contiguous: _direct_sizes)
+            if prepack and fold.onednn:
+                fold.pack, fold.rows = _packable(lg, fold, graph_inputs)
             out[v] = fold
     return out
 
@@ -193,6 +204,20 @@ def _onednn_ok(lg, n, fold: LinearFold, graph_inputs: Set[int]) -> bool:
     val = fold.bias.meta.get("val") if isinstance(fold.bias, torch.fx.Node) else None
     return (bv in graph_inputs and isinstance(val, torch.Tensor) and val.dim() == 1
             and val.dtype == n.dtype and (val.numel() <= 1 or val.stride() == (1,)))
+
+
+def _packable(lg, fold: LinearFold, graph_inputs: Set[int]) -> Tuple[bool, Optional[int]]:
+    """(whether oneDNN linear ``fold`` can take its weight packed, its static row count or None): the weight is one
+    of the ``graph_inputs`` (a parameter; a computed weight would be packed anew at every call) whose example is a
+    contiguous 2-D tensor (Dynamo guards its strides; weight_pack.packed_weight passes any other tensor plain)."""
+    fx = lg.nodes[fold.weight].fx
+    val = fx.meta.get("val") if fx is not None else None
+    if fold.weight not in graph_inputs or not isinstance(val, torch.Tensor) or val.dim() != 2:
+        return False, None
+    if not val.is_contiguous():
+        return False, None
+    rows = fold.direct[0] if fold.direct is not None else None
+    return True, rows
 
 
 def _matmul_operands(n) -> Optional[Tuple[int, int, Optional[int]]]:
