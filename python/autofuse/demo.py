@@ -71,12 +71,12 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _time(fns: Dict[str, Callable], reps: int) -> Dict[str, float]:
-    """Median seconds per call of each function: ``reps`` rounds of one call each, the order rotating every round
-    (bench/timing.py, the method of ``python -m autofuse.bench.infer``), after two warm-up calls each; inside the
-    timing lock's quiet window when AUTOFUSE_TIMING_LOCK is set (bench/timing.py). Also stores each contender's
-    minimum in ``_time.minima``."""
+    """Median seconds per call of each function: ``reps`` rounds of two calls each, the second timed, the order
+    rotating every round (bench/timing.py, the method of ``python -m autofuse.bench.infer``), after two warm-up
+    calls each; inside the timing lock's quiet window when AUTOFUSE_TIMING_LOCK is set (bench/timing.py). Also
+    stores each contender's minimum in ``_time.minima``."""
     with quiet_window(log=lambda s: print("  " + s)):
-        ts = time_interleaved(fns, reps, warmup=2)
+        ts = time_interleaved(fns, reps, warmup=2, repeat=2)
     _time.minima = {k: min(v) for k, v in ts.items()}
     return medians(ts)
 

@@ -22,6 +22,22 @@ def test_time_interleaved_rotates_order_and_counts_samples():
     assert timing.medians({"a": [3.0, 1.0, 2.0]}) == {"a": 2.0}
 
 
+def test_time_interleaved_repeat_times_the_last_of_each_block(monkeypatch):
+    calls, clock = [], [0.0]
+
+    def make(k, cost):
+        def f():
+            calls.append(k)
+            clock[0] += cost if calls.count(k) % 2 == 0 else 100 * cost  # odd calls (the untimed ones) are slow
+        return f
+
+    fns = {"a": make("a", 1.0), "b": make("b", 2.0)}
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    ts = timing.time_interleaved(fns, rounds=2, warmup=0, repeat=2)
+    assert calls == list("aabbbbaa")  # two calls in a row per contender, the order rotating per round
+    assert ts == {"a": [1.0, 1.0], "b": [2.0, 2.0]}  # only the second call of each block is timed
+
+
 def _can_lock(path, mode):
     fd = os.open(path, os.O_CREAT | os.O_RDWR)
     try:

@@ -106,8 +106,9 @@ def build_case(model: str, dtype: str, size: Tuple[int, int], layers: int, log) 
 
 
 def time_case(case: Case, rounds: int) -> Dict[str, object]:
-    """Timing phase of one case: interleaved rounds; returns medians / minima (ms) and the samples (s)."""
-    ts = time_interleaved(case.fns, rounds, warmup=2)
+    """Timing phase of one case: interleaved rounds, each contender timed on the second of two calls in a row (its
+    own steady state: timing.time_interleaved); returns medians / minima (ms) and the samples (s)."""
+    ts = time_interleaved(case.fns, rounds, warmup=2, repeat=2)
     res: Dict[str, object] = {"case": case.label, "model": case.model, "dtype": case.dtype,
                               "batch": case.size[0], "tokens": case.size[1], "rounds": rounds,
                               "samples_s": ts, **case.info}
