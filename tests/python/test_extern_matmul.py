@@ -300,10 +300,15 @@ def test_a_noisy_probe_is_not_stored(matmul, monkeypatch, tmp_path):
 
 @needs_native
 @needs_onednn
-def test_explain_says_which_linears_run_on_onednn(matmul):
+def test_explain_says_which_linears_run_on_onednn(matmul, monkeypatch):
     import autofuse
 
     matmul("onednn")
+    with torch.no_grad():
+        r = autofuse.explain(Net().eval(), torch.randn(2, 3, 64))
+    packed = "3 ATen calls (3 as oneDNN's linear, 3 with packed weights)"  # inference: weight_pack.py
+    assert packed in str(r) or autofuse.weight_pack.REORDER is None, str(r)
+    monkeypatch.setenv("AUTOFUSE_PREPACK", "0")
     with torch.no_grad():
         r = autofuse.explain(Net().eval(), torch.randn(2, 3, 64))
     assert "3 ATen calls (3 as oneDNN's linear)" in str(r), str(r)
