@@ -167,6 +167,64 @@ def test_a_weight_written_at_every_call_stops_being_packed(onednn):
     assert weight_pack.STATS["packs"] == 3 + weight_pack.MAX_REPACKS
 
 
+class TiedBothWays(torch.nn.Module):
+    """One weight W read as ``linear(x, W)`` (x W^T) and as ``h @ W`` (the (K, N) form): a tied autoencoder."""
+
+    def __init__(self, d: int, e: int) -> None:
+        super().__init__()
+        self.enc = torch.nn.Linear(d, e, bias=False)
+
+    def forward(self, x):
+        return torch.relu(self.enc(x)) @ self.enc.weight
+
+
+@needs_native
+@needs_pack
+@pytest.mark.parametrize("dims", [(64, 64), (64, 96)], ids=["square", "rectangular"])
+def test_one_weight_read_both_ways_keeps_two_packed_copies(onednn, dims):
+    """breaker12: the cache was keyed by the weight alone, so ``h @ W`` got the copy packed for ``linear(x, W)``:
+    x W W^T... computed as x W^T W^T (a square W: relative error 1.4), or oneDNN refused the shapes (rectangular)."""
+    torch.manual_seed(12)
+    net = TiedBothWays(*dims).eval()
+    x = torch.randn(5, dims[0])
+    c, source = _compile(net)
+    with torch.no_grad():
+        for _ in range(2):
+            _close(c(x), net(x))
+    assert source().count("PW(") == 2, source()
+    assert weight_pack.STATS["packs"] == 2 and len(weight_pack._CACHE) == 2
+
+
+@needs_native
+@needs_pack
+def test_one_weight_read_both_ways_by_two_compiled_functions(onednn):
+    torch.manual_seed(13)
+    w = torch.nn.Parameter(torch.randn(48, 48))
+    f1, _ = _compile(lambda x: torch.nn.functional.linear(x, w))
+    f2, _ = _compile(lambda x: x @ w)
+    x = torch.randn(6, 48)
+    with torch.no_grad():
+        for _ in range(2):
+            _close(f1(x), torch.nn.functional.linear(x, w))
+            _close(f2(x), x @ w)
+
+
+@needs_native
+@needs_pack
+def test_a_plain_tensor_argument_is_not_packed(onednn):
+    """breaker12: ``a @ b`` with ``b`` an argument refilled through numpy between calls came back stale."""
+    torch.manual_seed(14)
+    buf = torch.randn(32, 40).numpy()
+    b = torch.from_numpy(buf)
+    c, source = _compile(lambda a, b: a @ b)
+    a = torch.randn(8, 32)
+    with torch.no_grad():
+        for i in range(4):
+            buf[i, 3] = 1.0 + i  # an untracked one-element write
+            _close(c(a, b), a @ b)
+    assert weight_pack.STATS["packs"] == 0
+
+
 @needs_native
 @needs_pack
 def test_inference_tensor_weights_run_plain(onednn):
@@ -179,6 +237,22 @@ def test_inference_tensor_weights_run_plain(onednn):
         net.up.weight.mul_(3.0)  # allowed in inference mode, untracked
         _close(c(x), net(x))
     assert weight_pack.STATS["packs"] == 0 and weight_pack.STATS["plain"] >= 6
+
+
+@needs_native
+@needs_pack
+def test_a_weight_reloaded_between_used_calls_is_always_packed_again(onednn):
+    torch.manual_seed(15)
+    net = Net().eval()
+    x = torch.randn(2, 3, 64)
+    c, _ = _compile(net)
+    with torch.no_grad():
+        for _ in range(weight_pack.MAX_REPACKS + 4):
+            net.head.weight.add_(0.01)  # a reload, then two calls that reuse the copy
+            _close(c(x), net(x))
+            _close(c(x), net(x))
+    assert weight_pack.STATS["plain"] == 0
+    assert weight_pack.STATS["packs"] == 3 + weight_pack.MAX_REPACKS + 3
 
 
 @needs_native

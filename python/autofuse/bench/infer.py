@@ -6,8 +6,9 @@ LLaMA-style decoder of python/autofuse/demo.py, random weights, no downloads), d
 
 1. build phase: the model in that dtype, ``torch.compile(..., dynamic=False)`` with Inductor and with Autofuse, two
    calls each (compile + warm-up), the logits checked against eager (max error relative to eager's largest logit);
-2. timing phase, one model at a time: ``--rounds`` rounds of one call per contender, the order rotating every round
-   (bench/timing.py); per contender the median and the minimum (ms), and Autofuse / Inductor of the medians.
+2. timing phase, one model at a time: ``--rounds`` rounds of ``--repeat`` (2) calls per contender, the last timed (each
+   contender in its own steady state), the order rotating every round (bench/timing.py); per contender the median
+   and the minimum (ms), and Autofuse / Inductor of the medians.
 
 With ``AUTOFUSE_TIMING_LOCK=PATH`` the build phase holds that lock shared and each model's timing phase holds it
 exclusively (bench/timing.py), so on a shared machine the timings do not overlap others' builds. ``--profile``
@@ -105,10 +106,10 @@ def build_case(model: str, dtype: str, size: Tuple[int, int], layers: int, log) 
     return case
 
 
-def time_case(case: Case, rounds: int) -> Dict[str, object]:
-    """Timing phase of one case: interleaved rounds, each contender timed on the second of two calls in a row (its
-    own steady state: timing.time_interleaved); returns medians / minima (ms) and the samples (s)."""
-    ts = time_interleaved(case.fns, rounds, warmup=2, repeat=2)
+def time_case(case: Case, rounds: int, repeat: int = 2) -> Dict[str, object]:
+    """Timing phase of one case: interleaved rounds, each contender timed on the last of ``repeat`` calls in a row
+    (with 2: its own steady state; timing.time_interleaved); returns medians / minima (ms) and the samples (s)."""
+    ts = time_interleaved(case.fns, rounds, warmup=2, repeat=repeat)
     res: Dict[str, object] = {"case": case.label, "model": case.model, "dtype": case.dtype,
                               "batch": case.size[0], "tokens": case.size[1], "rounds": rounds,
                               "samples_s": ts, **case.info}
@@ -162,6 +163,8 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1x32,4x128", help="comma-separated BATCHxTOKENS")
     ap.add_argument("--layers", type=positive_int, default=2, help="transformer layers per model")
     ap.add_argument("--rounds", type=positive_int, default=20, help="interleaved timed rounds (medians and minima)")
+    ap.add_argument("--repeat", type=positive_int, default=2,
+                    help="calls per contender per round, the last timed (1: each call after another contender's)")
     ap.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1, help="torch.set_num_threads")
     ap.add_argument("--profile", action="store_true", help="also profile each case (after its timing)")
     ap.add_argument("--json", help="write all results and samples here")
@@ -171,7 +174,8 @@ def main(argv: List[str] | None = None) -> int:
         bad_values = [v for v in values.split(",") if v not in allowed]
         if bad_values:
             ap.error(f"{what}: unknown {', '.join(bad_values)} (choose from {', '.join(sorted(allowed))})")
-    for what, value in (("--layers", a.layers), ("--rounds", a.rounds), ("--threads", a.threads)):
+    for what, value in (("--layers", a.layers), ("--rounds", a.rounds), ("--threads", a.threads),
+                        ("--repeat", a.repeat)):
         if value < 1:
             ap.error(f"{what} must be at least 1, got {value}")
     try:
@@ -184,7 +188,7 @@ def main(argv: List[str] | None = None) -> int:
     if hasattr(torch._dynamo.config, "recompile_limit"):
         torch._dynamo.config.recompile_limit = 256
     print(f"autofuse.bench.infer: torch {torch.__version__}, {torch.get_num_threads()} threads, {a.layers} layers, "
-          f"{a.rounds} rounds; load {load_average()}; lock {os.environ.get('AUTOFUSE_TIMING_LOCK') or 'none'}",
+          f"{a.rounds} rounds of {a.repeat} calls; load {load_average()}; lock {os.environ.get('AUTOFUSE_TIMING_LOCK') or 'none'}",
           flush=True)
     results, bad = [], False
     log = lambda s: print(s, flush=True)  # noqa: E731
@@ -192,7 +196,7 @@ def main(argv: List[str] | None = None) -> int:
         with build_phase():
             cases = [build_case(model, d, s, a.layers, log) for d in a.dtypes.split(",") for s in sizes]
         with quiet_window(log):
-            rs = [time_case(c, a.rounds) for c in cases]
+            rs = [time_case(c, a.rounds, a.repeat) for c in cases]
         print(HEADER)
         for r in rs:
             print(row(r), flush=True)

@@ -93,8 +93,8 @@ def time_interleaved(fns: Dict[str, Callable[[], object]], rounds: int, warmup: 
 
     ``repeat=2`` times every function in its own steady state: the untimed call before the timed one leaves the
     caches as a run of that function alone would, where with ``repeat=1`` each call finds what another contender
-    left (whole models whose weights fit the last-level cache run faster right after a contender that shares those
-    weights: 54-56 against 60-63 ms for eager and Inductor on BERT bf16 4x128, session 11)."""
+    left (session 11, BERT bf16 4x128, 2 layers: eager and Inductor took 54-56 ms right after each other and
+    60-63 ms right after Autofuse; the cause was not isolated)."""
     names = list(fns)
     for _ in range(warmup):
         for n in names:
