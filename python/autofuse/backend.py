@@ -53,6 +53,10 @@ class GraphRecord:
     program_source: str = ""
     reason: str = ""
     compile_seconds: float = 0.0
+    #: Wall seconds of compile_seconds spent in native.compile_kernels for this graph: kernel code generation, the C++
+    #: compiler runs and loading (small when every kernel was compiled earlier in the process or is in the disk
+    #: cache; 0 without kernel steps).
+    kernel_compile_seconds: float = 0.0
     fusion_report: str = ""
     program: Optional[Callable] = None  # the generated function (takes the list of arguments)
     example_bindings: Dict[str, int] = field(default_factory=dict)  # symbol values of the example inputs

@@ -119,7 +119,8 @@ def _probe(backend_name: str, name: str, args, cache_dir: str, extra_env: Dict[s
     probe's figures (``first``: seconds of the first call, Dynamo + AOTAutograd + backend; ``first_cpu``: the CPU
     seconds this process spent in it (all its threads; C++ compiler processes not included), the figure to compare
     when the machine is loaded; for autofuse also
-    ``backend``: seconds in our compiler (lowering, fusion, kernel compiles) and ``compiles``: C++ compiles); nan
+    ``backend``: seconds in our compiler (lowering, fusion, kernel compiles), ``cxx``: the part of it spent generating,
+    compiling and loading kernels (GraphRecord.kernel_compile_seconds) and ``compiles``: C++ compiles); nan
     figures on failure. ``extra_env`` is added to the probe's environment. With ``AUTOFUSE_TIMING_LOCK`` the probe
     runs inside a quiet window of that lock (bench/timing.py)."""
     cmd = [sys.executable, "-m", "autofuse.demo", "--probe", backend_name, "--models", name, "--layers",
@@ -135,12 +136,12 @@ def _probe(backend_name: str, name: str, args, cache_dir: str, extra_env: Dict[s
         if line.startswith("PROBE "):
             return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
     print(f"  compile-time probe ({backend_name}) failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
-    return {"first": float("nan"), "backend": float("nan"), "compiles": float("nan")}
+    return {"first": float("nan"), "backend": float("nan"), "cxx": float("nan"), "compiles": float("nan")}
 
 
 def probe(backend_name: str, name: str, args) -> None:
     """The body of a compile-time probe process: build the model, compile it, print
-    ``PROBE first=<s> backend=<s> compiles=<n>`` (see _probe)."""
+    ``PROBE first=<s> backend=<s> cxx=<s> compiles=<n> ...`` (see _probe)."""
     logging.getLogger("torch").setLevel(logging.ERROR)
     model, cfg, _ = _build(_models(args.layers)[name])
     ids = _input_ids(cfg, args)
@@ -158,9 +159,11 @@ def probe(backend_name: str, name: str, args) -> None:
     if torch._dynamo.config.caching_precompile and not warm_start.enabled():
         torch.compiler.save_cache_artifacts()  # torch's own store writes its packages only when asked (not timed)
     ours = sum(r.compile_seconds for r in backend.RECORDS)
+    cxx = sum(r.kernel_compile_seconds for r in backend.RECORDS)  # of ours: kernel codegen + C++ compiles + loading
     compiles = _cache_compiles() if backend_name == "autofuse" else 0
     split = " ".join(f"{k}={v:.6f}" for k, v in first_call_split().items())
-    print(f"PROBE first={first:.6f} first_cpu={first_cpu:.6f} backend={ours:.6f} compiles={compiles or 0} "
+    print(f"PROBE first={first:.6f} first_cpu={first_cpu:.6f} backend={ours:.6f} cxx={cxx:.6f} "
+          f"compiles={compiles or 0} "
           f"pkg_hit={counters['dynamo_cache'].get('dynamo_cache_hit', 0)} err={err:.3e} {split}", flush=True)
 
 
@@ -257,8 +260,12 @@ def run_model(name: str, spec, args) -> Dict[str, object]:
           f"(AUTOFUSE_WARM_START=1) cold {ac['first']:.2f} s / warm {aw['first']:.2f} s "
           f"({aw.get('pkg_hit', 0):.0f} Dynamo packages loaded); autofuse warm with Dynamo's defaults "
           f"{ad['first']:.2f} s")
+    acd = res["autofuse_cold_default"]
     print(f"    autofuse's own part (lowering, fusion, {ac['compiles']:.0f} C++ compiles): cold {ac['backend']:.2f} s,"
-          f" warm {aw['backend']:.2f} s; the rest is Dynamo + AOTAutograd (shared with Inductor)")
+          f" warm {aw['backend']:.2f} s; the rest is Dynamo + AOTAutograd (shared with Inductor); cold with the "
+          f"defaults: {acd['first']:.2f} s = Dynamo trace {acd.get('trace', float('nan')):.2f} + AOTAutograd and "
+          f"backend {acd.get('backend_call', float('nan')):.2f} (of which ours {acd['backend']:.2f}, kernel codegen + "
+          f"C++ compiles {acd.get('cxx', float('nan')):.2f}) + guards {acd.get('guards', float('nan')):.2f} + the rest")
 
     # bf16 inference against an fp64 reference
     with torch.no_grad():

@@ -13,6 +13,7 @@ runs at a time (the binding releases the GIL).
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Tuple
@@ -201,7 +202,10 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
         steps.append(st)
     if kernel_compiler(core) is None or not pending:
         return steps
-    for st, k in zip(pending, compile_kernels(core, [st.info["subgraph"] for st in pending])):
+    t0 = time.perf_counter()
+    compiled = compile_kernels(core, [st.info["subgraph"] for st in pending])
+    record.kernel_compile_seconds += time.perf_counter() - t0
+    for st, k in zip(pending, compiled):
         if isinstance(k, Exception):
             if strict:
                 raise k

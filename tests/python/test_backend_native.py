@@ -54,3 +54,18 @@ def test_launcher_threads_follow_torch():
         torch.set_num_threads(before)
         compiled(x)
     assert _core.get_num_threads() == before
+
+
+def test_record_splits_out_kernel_compile_time():
+    """GraphRecord.kernel_compile_seconds is the part of compile_seconds spent in native.compile_kernels (codegen,
+    C++ compiler runs, loading): present for a graph with a kernel step, at most its whole compile time, and 0 for a
+    graph without kernels (demo.py's cold-compile breakdown sums it)."""
+    _, rec, _ = _compile_one_kernel()
+    assert 0 < rec.kernel_compile_seconds <= rec.compile_seconds
+    torch._dynamo.reset()
+    start = len(backend.RECORDS)
+    f = torch.compile(lambda a, b: a @ b, backend="autofuse")  # one ATen call, no kernel step
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    torch.testing.assert_close(f(a, b), a @ b)
+    recs = backend.RECORDS[start:]
+    assert recs and all(not r.kernels and r.kernel_compile_seconds == 0.0 for r in recs)
