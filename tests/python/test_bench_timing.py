@@ -108,3 +108,11 @@ def test_infer_bench_refuses_bad_arguments_with_a_usage_error(args, capsys):
         infer.main(args)
     assert e.value.code == 2
     assert args[0] in capsys.readouterr().err
+
+
+def test_freezing_row_matches_its_header():
+    r = {"model": "m", "dtype": "bf16", "batch": 4, "tokens": 128, "inductor_freezing_median_ms": 2.0,
+         "inductor_freezing_min_ms": 1.5, "af_over_inductor_freezing": 0.75}
+    line = infer.freezing_row(r)
+    assert line.count("|") == infer.FREEZING_HEADER.splitlines()[0].count("|")
+    assert "| 2.00 (1.50) | 0.75 |" in line

@@ -66,8 +66,10 @@ class Case:
         return f"{self.model} {self.dtype} {self.size[0]}x{self.size[1]}"
 
 
-def build_case(model: str, dtype: str, size: Tuple[int, int], layers: int, log) -> Case:
-    """Build phase of one case (see module doc): compiles both compilers and checks their logits."""
+def build_case(model: str, dtype: str, size: Tuple[int, int], layers: int, log, freezing: bool = False) -> Case:
+    """Build phase of one case (see module doc): compiles both compilers and checks their logits; with
+    ``freezing`` also Inductor with ``freezing=True`` (weights treated as constants: folded, and packed for oneDNN)
+    on a third copy of the model, the contender ``inductor_freezing``."""
     from .. import backend, demo
 
     case = Case(model, dtype, size)
@@ -81,7 +83,11 @@ def build_case(model: str, dtype: str, size: Tuple[int, int], layers: int, log) 
         ind = torch.compile(mi, backend="inductor", dynamic=False)
         start = len(backend.RECORDS)
         af = torch.compile(m, backend="autofuse", dynamic=False)
-        for name, fn in (("inductor", ind), ("autofuse", af)):
+        contenders = [("inductor", ind), ("autofuse", af)]
+        if freezing:
+            frz = torch.compile(copy.deepcopy(m), backend="inductor", dynamic=False, options={"freezing": True})
+            contenders.append(("inductor_freezing", frz))
+        for name, fn in contenders:
             t = time.perf_counter()
             out = fn(input_ids=ids).logits
             case.info[f"{name}_first_s"] = time.perf_counter() - t
@@ -100,6 +106,8 @@ def build_case(model: str, dtype: str, size: Tuple[int, int], layers: int, log) 
         return run
 
     case.fns = {"eager": call(m), "inductor": call(ind), "autofuse": call(af)}
+    if freezing:
+        case.fns["inductor_freezing"] = call(frz)
     log(f"  built {case.label}: first call inductor {case.info['inductor_first_s']:.1f} s, autofuse "
         f"{case.info['autofuse_first_s']:.1f} s; rel. error vs eager inductor {case.info['inductor_rel_err']:.1e}, "
         f"autofuse {case.info['autofuse_rel_err']:.1e}; autofuse steps {case.info['af_steps']}")
@@ -118,6 +126,8 @@ def time_case(case: Case, rounds: int, repeat: int = 2) -> Dict[str, object]:
         res[f"{k}_min_ms"] = min(v) * 1e3
     res["af_over_inductor"] = res["autofuse_median_ms"] / res["inductor_median_ms"]
     res["af_over_eager"] = res["autofuse_median_ms"] / res["eager_median_ms"]
+    if "inductor_freezing_median_ms" in res:
+        res["af_over_inductor_freezing"] = res["autofuse_median_ms"] / res["inductor_freezing_median_ms"]
     return res
 
 
@@ -127,6 +137,16 @@ def row(r: Dict[str, object]) -> str:
             + " | ".join(f"{r[f'{k}_median_ms']:.2f} ({r[f'{k}_min_ms']:.2f})" for k in CONTENDERS)
             + f" | {r['af_over_inductor']:.2f} | {r['af_over_eager']:.2f} |")
 
+
+def freezing_row(r: Dict[str, object]) -> str:
+    """One markdown table row of a case timed with ``--freezing`` (FREEZING_HEADER)."""
+    return (f"| {r['model']} | {r['dtype']} | {r['batch']}x{r['tokens']} | "
+            f"{r['inductor_freezing_median_ms']:.2f} ({r['inductor_freezing_min_ms']:.2f}) | "
+            f"{r['af_over_inductor_freezing']:.2f} |")
+
+
+FREEZING_HEADER = ("| model | dtype | size | Inductor freezing=True ms median (min) | Autofuse / Inductor freezing |\n"
+                   "| --- | --- | --- | --- | --- |")
 
 HEADER = ("| model | dtype | size | eager ms median (min) | Inductor ms median (min) | Autofuse ms median (min) | "
           "Autofuse / Inductor | Autofuse / eager |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -165,6 +185,8 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--rounds", type=positive_int, default=20, help="interleaved timed rounds (medians and minima)")
     ap.add_argument("--repeat", type=positive_int, default=2,
                     help="calls per contender per round, the last timed (1: each call after another contender's)")
+    ap.add_argument("--freezing", action="store_true",
+                    help="also time Inductor with freezing=True (its weights-are-constants mode, opt-in)")
     ap.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1, help="torch.set_num_threads")
     ap.add_argument("--profile", action="store_true", help="also profile each case (after its timing)")
     ap.add_argument("--json", help="write all results and samples here")
@@ -194,7 +216,7 @@ def main(argv: List[str] | None = None) -> int:
     log = lambda s: print(s, flush=True)  # noqa: E731
     for model in a.models.split(","):
         with build_phase():
-            cases = [build_case(model, d, s, a.layers, log) for d in a.dtypes.split(",") for s in sizes]
+            cases = [build_case(model, d, s, a.layers, log, a.freezing) for d in a.dtypes.split(",") for s in sizes]
         with quiet_window(log):
             rs = [time_case(c, a.rounds, a.repeat) for c in cases]
         print(HEADER)
@@ -211,6 +233,10 @@ def main(argv: List[str] | None = None) -> int:
     print(HEADER)
     for r in results:
         print(row(r))
+    if a.freezing:
+        print("\n" + FREEZING_HEADER)
+        for r in results:
+            print(freezing_row(r))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
