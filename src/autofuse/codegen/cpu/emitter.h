@@ -307,15 +307,21 @@ class Emitter {
   // Prefetching ahead along the row. A one-pass row reduction (sum over the last axis) reads each row once, as one
   // stream; its compute per byte is small but not zero (bf16: a widening load and an add per 32 bytes), and the
   // hardware prefetcher alone left bf16 sum_last at 72-87% of copy where prefetching AF_PF_DIST (1 KiB) ahead of each
-  // vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md).
+  // vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md). Session 11 (Zen 5, fast-memory
+  // regime): AF_PF_DIST 4 KiB instead of 1 KiB, and for inputs of at most 2 bytes a prefetch only in the even
+  // vectors of the unrolled group (chain 0 and 2: at most 64 bytes apart, so every line of the stream is still
+  // prefetched; a bf16 vector is half a line): bf16 sum_last at DRAM size 0.85x the time.
+  // `chain`: the vector's position in emit_chain_group's group (0 in the single-vector loop: every vector prefetches).
   bool prefetch_ahead() const {
     const std::vector<int> ra = nest_.reduce_axes();
     return inner_ && num_passes_ == 1 && ra.size() == 1 && ra[0] == v_;
   }
-  void emit_prefetches_ahead() {
+  void emit_prefetches_ahead(int chain) {
     for (size_t k : prefetched_operands())
-      if (static_cast<int>(k) < nest_.num_inputs)
+      if (static_cast<int>(k) < nest_.num_inputs) {
+        if (chain % 2 == 1 && dtype_size(g_.node(nest_.operands[k]).dtype) <= 2) continue;
         line("__builtin_prefetch((const char*)(p" + s(k) + " + " + cur_[k] + ") + AF_PF_DIST, 0, 3);");
+      }
   }
 
   void emit_passes() {
@@ -474,7 +480,7 @@ class Emitter {
   void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
                       bool cascade, bool tail, const std::string& rl, bool stash_mode, int chain) {
     if (!tail && p == prefetch_pass_ && !in_pipeline_) emit_prefetches();
-    if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead();
+    if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead(chain);
     for (size_t i = 0; i < g_.size(); ++i) {
       if (!need[i]) continue;
       const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl,
