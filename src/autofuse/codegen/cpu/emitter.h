@@ -498,6 +498,7 @@ class Emitter {
     for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl, chain);
     for (ValueId outv : g_.outputs())
       if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
+    nrm_.clear();
   }
 
   /// Accumulate reduction id's input into its accumulator: `chain` (0 .. kRowChains - 1) picks one of the
