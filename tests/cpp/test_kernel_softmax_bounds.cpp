@@ -5,6 +5,7 @@
 // reloaded by later passes) at the stash's capacity boundary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -142,6 +143,57 @@ TEST(SoftmaxBounds, UnitNumeratorDivisionIsIeeeDivision) {
           ADD_FAILURE() << "cols " << cols << " row " << r << " col " << c << ": want " << want << ", got " << got;
       }
     EXPECT_EQ(bad, 0) << "cols " << cols;
+  }
+}
+
+TEST(SoftmaxBounds, Bf16QuotientStoresRoundLikeEager) {
+  // bf16 softmax's quotient carries a flag from af_div_rcp_unit's fast path (2^-60 <= e, the quotient a normal
+  // float), with which its bf16 store converts by vcvtneps2bf16 alone; the divider path (e below 2^-60) clears it, and
+  // the store then checks for subnormals (vcvtneps2bf16 would flush them to 0). Rows [0, d, d, ...] with d from -25
+  // to -103: the row sum rounds to exactly 1, so y = exp(d), from normal values through f32 subnormals to 0; each
+  // compared bit for bit with eager's rounding of exp(d) (integer round to nearest even on the f32 bits), skipping the
+  // few d whose f32 exp lies within 2 ulp of a bf16 rounding boundary (the kernel's exp is within 1 ulp).
+  auto k = Kernel::compile(
+      parse_graph("graph s(%x: bf16[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
+                  "  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %y = div(%e, %s)\n  return %y\n}"));
+  if (k->lanes() == 16) {
+    EXPECT_NE(k->source().find("_nrm);"), std::string::npos) << "the flagged store is used";
+  }
+  auto bf16_rne = [](float f) {
+    const uint32_t u = float_to_bits(f);
+    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  };
+  for (int64_t cols : {37, 1030}) {  // a masked tail; the pipelined row loop (rows of at least 1024)
+    const int64_t per_row = cols - 1, count = 78 * 8 + 1, rows = (count + per_row - 1) / per_row;
+    HostTensor x = HostTensor::empty(DType::BFloat16, {rows, cols});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t j = std::min(r * per_row + c - 1, count - 1);
+        x.set_double({r, c}, c == 0 ? 0.0 : -25.0 - 0.125 * static_cast<double>(j));
+      }
+    HostTensor y = HostTensor::empty(DType::BFloat16, {rows, cols});
+    k->run({x}, {y});
+    int64_t bad = 0, checked = 0, subnormal = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const double e = c == 0 ? 1.0 : std::exp(x.get_double({r, c}));
+        float lo = static_cast<float>(e), hi = lo;
+        for (int i = 0; i < 2; ++i) {
+          lo = std::nextafter(lo, 0.0f);
+          hi = std::nextafter(hi, kInfF);
+        }
+        const uint16_t want = bf16_rne(static_cast<float>(e));
+        if (bf16_rne(lo) != want || bf16_rne(hi) != want) continue;
+        ++checked;
+        subnormal += (e > 0 && e < 0x1p-126) ? 1 : 0;
+        const uint16_t got = static_cast<uint16_t>(float_to_bits(static_cast<float>(y.get_double({r, c}))) >> 16);
+        if (got != want && ++bad < 10)
+          ADD_FAILURE() << "cols " << cols << " x " << x.get_double({r, c}) << ": want 0x" << std::hex << want
+                        << ", got 0x" << got << std::dec;
+      }
+    EXPECT_EQ(bad, 0) << "cols " << cols;
+    EXPECT_GT(checked, count * 9 / 10) << "cols " << cols;
+    EXPECT_GT(subnormal, 50) << "cols " << cols << ": outputs in the f32 subnormal range are covered";
   }
 }
 

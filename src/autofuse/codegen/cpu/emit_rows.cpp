@@ -161,5 +161,43 @@ void Emitter::emit_rows_vec_kept() {
   close();
 }
 
+void Emitter::emit_stores(ValueId id) {
+  const Node& nd = g_.node(id);
+  const ValuePlacement& vp = val(id);
+  const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype);
+  const std::string var = "x" + s(static_cast<int64_t>(id));
+  for (int k : outputs_of_[static_cast<size_t>(id)]) {
+    if (const OuterReduction* r = outer_of(static_cast<size_t>(k))) {
+      line(outer_accumulate(*r, "p" + s(k) + " + " + cur_[static_cast<size_t>(k)], var, vp.kept ? "1" : "n"));
+      continue;
+    }
+    std::vector<std::string> guards;
+    for (int a = 0; a < r_; ++a) {
+      if (vp.varies[static_cast<size_t>(a)] || !in_scope_[static_cast<size_t>(a)]) continue;
+      if (nest_.domain[static_cast<size_t>(a)].as_const() == std::optional<int64_t>(1)) continue;
+      guards.push_back("i" + s(a) + " == 0");
+    }
+    const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
+    // A bf16 quotient flagged normal (emit_value: af_div_rcp_unit's fast path) skips the store's subnormal check.
+    const std::string nrm = nrm_.count(id) ? ", " + var + "_nrm" : "";
+    std::string stmt;
+    if (!vp.varies[static_cast<size_t>(v_)])
+      stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
+    else if (o_.unit_inner[static_cast<size_t>(k)] && streams_output(static_cast<size_t>(k)))
+      stmt = "af_sto<" + st + ", " + ct + ">(" + ptr + ", n, " + var + ", af_nt" + nrm + ");";
+    else if (o_.unit_inner[static_cast<size_t>(k)])
+      stmt = "af_stu<" + st + ", " + ct + ">(" + ptr + ", n, " + var + nrm + ");";
+    else
+      stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n, " +
+             var + ");";
+    if (!guards.empty()) {
+      std::string c;
+      for (size_t j = 0; j < guards.size(); ++j) c += (j ? " && " : "") + guards[j];
+      stmt = "if (" + c + ") { " + stmt + " }";
+    }
+    line(stmt);
+  }
+}
+
 }  // namespace cpu_emit
 }  // namespace autofuse

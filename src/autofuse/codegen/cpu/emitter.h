@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -307,15 +308,21 @@ class Emitter {
   // Prefetching ahead along the row. A one-pass row reduction (sum over the last axis) reads each row once, as one
   // stream; its compute per byte is small but not zero (bf16: a widening load and an add per 32 bytes), and the
   // hardware prefetcher alone left bf16 sum_last at 72-87% of copy where prefetching AF_PF_DIST (1 KiB) ahead of each
-  // vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md).
+  // vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md). Session 11 (Zen 5, fast-memory
+  // regime): AF_PF_DIST 4 KiB instead of 1 KiB, and for inputs of at most 2 bytes a prefetch only in the even
+  // vectors of the unrolled group (chain 0 and 2: at most 64 bytes apart, so every line of the stream is still
+  // prefetched; a bf16 vector is half a line): bf16 sum_last at DRAM size 0.85x the time.
+  // `chain`: the vector's position in emit_chain_group's group (0 in the single-vector loop: every vector prefetches).
   bool prefetch_ahead() const {
     const std::vector<int> ra = nest_.reduce_axes();
     return inner_ && num_passes_ == 1 && ra.size() == 1 && ra[0] == v_;
   }
-  void emit_prefetches_ahead() {
+  void emit_prefetches_ahead(int chain) {
     for (size_t k : prefetched_operands())
-      if (static_cast<int>(k) < nest_.num_inputs)
+      if (static_cast<int>(k) < nest_.num_inputs) {
+        if (chain % 2 == 1 && dtype_size(g_.node(nest_.operands[k]).dtype) <= 2) continue;
         line("__builtin_prefetch((const char*)(p" + s(k) + " + " + cur_[k] + ") + AF_PF_DIST, 0, 3);");
+      }
   }
 
   void emit_passes() {
@@ -473,8 +480,9 @@ class Emitter {
 
   void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
                       bool cascade, bool tail, const std::string& rl, bool stash_mode, int chain) {
+    nrm_.clear();  // a flag x<id>_nrm exists only in the body that computes x<id>
     if (!tail && p == prefetch_pass_ && !in_pipeline_) emit_prefetches();
-    if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead();
+    if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead(chain);
     for (size_t i = 0; i < g_.size(); ++i) {
       if (!need[i]) continue;
       const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl,
@@ -490,6 +498,7 @@ class Emitter {
     for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl, chain);
     for (ValueId outv : g_.outputs())
       if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
+    nrm_.clear();
   }
 
   /// Accumulate reduction id's input into its accumulator: `chain` (0 .. kRowChains - 1) picks one of the
@@ -621,6 +630,11 @@ class Emitter {
       const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
       const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
       e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
+      if (e.rfind("af_div_rcp_unit(", 0) == 0 && nd.dtype == DType::BFloat16) {  // flags a normal quotient (af_sto)
+        line("bool " + var + "_nrm;");
+        e.insert(e.size() - 1, ", " + var + "_nrm");
+        nrm_.insert(id);
+      }
     }
     line("const vec<" + ct + "> " + var + " = " + e + ";  // " + std::string(nd.info().name) + " " + nd.name);
     // A per-row divisor's lanes are all equal: one scalar division (vdivps on a splat was ~10% of a short softmax).
@@ -628,41 +642,7 @@ class Emitter {
       line("const vec<float> " + var + "_r = af_splat<float>(1.0f / " + var + "[0]);");
   }
 
-  void emit_stores(ValueId id) {
-    const Node& nd = g_.node(id);
-    const ValuePlacement& vp = val(id);
-    const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype);
-    const std::string var = "x" + s(static_cast<int64_t>(id));
-    for (int k : outputs_of_[static_cast<size_t>(id)]) {
-      if (const OuterReduction* r = outer_of(static_cast<size_t>(k))) {
-        line(outer_accumulate(*r, "p" + s(k) + " + " + cur_[static_cast<size_t>(k)], var, vp.kept ? "1" : "n"));
-        continue;
-      }
-      std::vector<std::string> guards;
-      for (int a = 0; a < r_; ++a) {
-        if (vp.varies[static_cast<size_t>(a)] || !in_scope_[static_cast<size_t>(a)]) continue;
-        if (nest_.domain[static_cast<size_t>(a)].as_const() == std::optional<int64_t>(1)) continue;
-        guards.push_back("i" + s(a) + " == 0");
-      }
-      const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
-      std::string stmt;
-      if (!vp.varies[static_cast<size_t>(v_)])
-        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", 0, 1, " + var + ");";
-      else if (o_.unit_inner[static_cast<size_t>(k)] && streams_output(static_cast<size_t>(k)))
-        stmt = "af_sto<" + st + ", " + ct + ">(" + ptr + ", n, " + var + ", af_nt);";
-      else if (o_.unit_inner[static_cast<size_t>(k)])
-        stmt = "af_stu<" + st + ", " + ct + ">(" + ptr + ", n, " + var + ");";
-      else
-        stmt = "af_stn<" + st + ", " + ct + ">(" + ptr + ", s" + s(static_cast<int64_t>(k)) + "_" + s(v_) + ", n, " +
-               var + ");";
-      if (!guards.empty()) {
-        std::string c;
-        for (size_t j = 0; j < guards.size(); ++j) c += (j ? " && " : "") + guards[j];
-        stmt = "if (" + c + ") { " + stmt + " }";
-      }
-      line(stmt);
-    }
-  }
+  void emit_stores(ValueId id);  // emit_rows.cpp
 
   const Graph& g_;
   const LoopNest& nest_;
@@ -677,6 +657,7 @@ class Emitter {
   std::map<ValueId, std::string> red_value_;
   int prefetch_pass_ = 0;           // the pass that prefetches the next row (0: none)
   std::vector<int> stash_pass_;     // per value: the pass that stores it into the row stash (0: not stashed)
+  std::set<ValueId> nrm_;           // values with a flag x<id>_nrm: this vector's lanes are normal floats
   std::vector<bool> rcp_;           // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
   std::vector<bool> nonan_max_;     // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
   std::vector<ValueBound> bounds_;  // per value: its proven sign or range (softmax_value_bounds)
