@@ -27,6 +27,12 @@ words: any write of less than about 1/64 of the tensor can be missed, e.g. one r
 Reading every row or column instead was measured too costly (session 11: 400-500 us per call for GPT-2's
 50257 x 768 bf16 head, 30-60 us for a 3072 x 768 layer weight out of cache, against 144-180 us GEMMs).
 
+The cache holds a weak reference to each packed Parameter, and ``torch.utils.swap_tensors`` refuses to swap a
+tensor that has one: ``swap_tensors(p, q)``, and ``Module.to`` / ``load_state_dict`` under
+``torch.__future__.set_swap_module_params_on_conversion(True)``, raise "Cannot swap ... weakref" after a compiled
+inference call until ``autofuse.weight_pack.clear()`` (or with ``AUTOFUSE_PREPACK=0``). The default ``Module.to``
+and ``load_state_dict`` do not swap.
+
 Memory: each packed weight is a second copy of it (same dtype), held as long as the parameter lives (a weak
 reference keys the cache; a 2-layer GPT-2 with its full vocabulary: +110 MB in bf16, +201 MB in fp32). A weight
 packed ``MAX_REPACKS`` times in a row with no call reusing the copy (rewritten before every call) is passed plain
@@ -61,11 +67,12 @@ class _Entry:
     """The packed copy of one weight and what it was packed from. Never changed once in the cache: a repack puts a
     new entry in its place (one dict store), so a thread reading the cache never sees a half-updated one."""
 
-    __slots__ = ("ref", "ptr", "version", "stamp", "packed", "repacks", "used")
+    __slots__ = ("ref", "ptr", "version", "stamp", "shape", "dtype", "packed", "repacks", "used")
 
     def __init__(self, ref: "weakref.ref", w: torch.Tensor, packed: torch.Tensor, repacks: int) -> None:
         self.ref = ref  # the weight; its death removes the entry
         self.ptr, self.version, self.stamp = w.data_ptr(), w._version, _core.weight_stamp(w)
+        self.shape, self.dtype = w.shape, w.dtype  # a `.data` reshape or reinterpretation keeps the rest
         self.packed = packed
         self.repacks = repacks  # packs in a row without a call that reused the copy (MAX_REPACKS)
         self.used = False  # a call reused this copy (the one field written after the entry is made)
@@ -112,7 +119,8 @@ def packed_weight(w: torch.Tensor, kn: bool, rows: Optional[int]) -> torch.Tenso
     if entry is not None and entry.ref() is not w:  # a dead weight's id reused before its callback ran
         entry = None
     if entry is not None:
-        if entry.ptr == w.data_ptr() and entry.version == w._version and w.is_contiguous():
+        if (entry.ptr == w.data_ptr() and entry.version == w._version and entry.shape == w.shape
+                and entry.dtype == w.dtype and w.is_contiguous()):
             if entry.stamp == _core.weight_stamp(w):
                 STATS["hits"] += 1
                 entry.used = True

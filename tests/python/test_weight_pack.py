@@ -211,6 +211,41 @@ def test_one_weight_read_both_ways_by_two_compiled_functions(onednn):
 
 @needs_native
 @needs_pack
+def test_a_data_reshape_is_packed_again(onednn):
+    """breaker12b: ``W.data = W.data.view(...)`` keeps pointer, version and stamp; the (64, 128) copy was handed to
+    a (128, 64) weight and oneDNN raised."""
+    torch.manual_seed(16)
+    w = torch.nn.Parameter(torch.randn(64, 128))
+    c, _ = _compile(lambda x, w: torch.nn.functional.linear(x, w), dynamic=False)
+    with torch.no_grad():
+        x = torch.randn(4, 128)
+        _close(c(x, w), torch.nn.functional.linear(x, w))  # packs the (64, 128) weight
+        w.data = w.data.view(128, 64)
+        x = torch.randn(4, 64)
+        _close(c(x, w), torch.nn.functional.linear(x, w))
+
+
+@needs_native
+@needs_pack
+def test_swap_tensors_works_after_clear(onednn):
+    """The documented limit (module doc): the cache's weak reference blocks torch.utils.swap_tensors until clear()."""
+    torch.manual_seed(17)
+    net = Net().eval()
+    c, _ = _compile(net)
+    with torch.no_grad():
+        c(torch.randn(2, 64))
+    other = torch.nn.Parameter(torch.randn_like(net.up.weight))
+    with pytest.raises(RuntimeError, match="weakref"):
+        torch.utils.swap_tensors(net.up.weight, other)
+    weight_pack.clear()
+    torch.utils.swap_tensors(net.up.weight, other)
+    x = torch.randn(2, 64)
+    with torch.no_grad():
+        _close(c(x), net(x))
+
+
+@needs_native
+@needs_pack
 def test_a_plain_tensor_argument_is_not_packed(onednn):
     """breaker12: ``a @ b`` with ``b`` an argument refilled through numpy between calls came back stale."""
     torch.manual_seed(14)
