@@ -47,12 +47,18 @@ log = logging.getLogger("autofuse")
 
 #: oneDNN's linear (input (..., K), weight (N, K) of any strides, bias (N,) contiguous or None) -> (..., N)
 #: contiguous; the C++ operator itself (no OpOverload frame). None when this torch has no oneDNN.
-ONEDNN_LINEAR = None
-try:
-    if torch.backends.mkldnn.is_available():
-        ONEDNN_LINEAR = torch.ops.mkldnn._linear_pointwise.default._op
-except (AttributeError, RuntimeError):  # a torch build without the mkldnn ops
-    ONEDNN_LINEAR = None
+def mkldnn_op(name: str):
+    """The C++ operator ``torch.ops.mkldnn.<name>.default`` (no OpOverload frame), or None when this torch has no
+    oneDNN or no such op."""
+    try:
+        if torch.backends.mkldnn.is_available():
+            return getattr(torch.ops.mkldnn, name).default._op
+    except (AttributeError, RuntimeError):  # a torch build without the mkldnn ops
+        pass
+    return None
+
+
+ONEDNN_LINEAR = mkldnn_op("_linear_pointwise")
 
 #: Layer shapes (M, K, N) the probe times (a 1x32-token and a 4x128-token transformer layer of width 768).
 PROBE_SHAPES = ((32, 768, 768), (512, 768, 768))

@@ -48,14 +48,10 @@ import torch
 
 from . import _core
 from .env import env_bool
+from .extern_matmul import mkldnn_op
 
 #: ``torch.ops.mkldnn._reorder_linear_weight(w (N, K), batch_size) -> opaque packed weight``, or None without it.
-REORDER = None
-try:
-    if torch.backends.mkldnn.is_available():
-        REORDER = torch.ops.mkldnn._reorder_linear_weight.default._op
-except (AttributeError, RuntimeError):  # a torch build without the mkldnn ops
-    REORDER = None
+REORDER = mkldnn_op("_reorder_linear_weight")
 
 #: A weight packed this many times in a row without a call reusing the copy in between (rewritten before every
 #: call) is passed plain from then on (its calls pay the reorder, not a pack and a cache update too). A weight
