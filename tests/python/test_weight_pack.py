@@ -152,6 +152,16 @@ def test_an_unsampled_write_needs_clear_and_clear_repacks(onednn):
     assert weight_pack.STATS["packs"] == 3
 
 
+def _packed_net(seed: int):
+    """(a Net, its compiled form) after one compiled inference call, which packed its three weights."""
+    torch.manual_seed(seed)
+    net = Net().eval()
+    c, _ = _compile(net)
+    with torch.no_grad():
+        c(torch.randn(2, 64))
+    return net, c
+
+
 def _reload_head(calls_between: int) -> None:
     """MAX_REPACKS + 4 times: rewrite Net's head weight in place, then compare ``calls_between`` compiled calls with
     eager."""
@@ -236,11 +246,7 @@ def test_a_data_reshape_is_packed_again(onednn):
 @needs_pack
 def test_swap_tensors_works_after_clear(onednn):
     """The documented limit (module doc): the cache's weak reference blocks torch.utils.swap_tensors until clear()."""
-    torch.manual_seed(17)
-    net = Net().eval()
-    c, _ = _compile(net)
-    with torch.no_grad():
-        c(torch.randn(2, 64))
+    net, c = _packed_net(17)
     other = torch.nn.Parameter(torch.randn_like(net.up.weight))
     with pytest.raises(RuntimeError, match="weakref"):
         torch.utils.swap_tensors(net.up.weight, other)
@@ -292,11 +298,7 @@ def test_a_weight_reloaded_between_used_calls_is_always_packed_again(onednn):
 @needs_native
 @needs_pack
 def test_the_packed_copy_dies_with_its_weight(onednn):
-    torch.manual_seed(8)
-    net = Net().eval()
-    c, _ = _compile(net)
-    with torch.no_grad():
-        c(torch.randn(2, 64))
+    net, c = _packed_net(8)
     assert len(weight_pack._CACHE) == 3
     del net, c
     torch._dynamo.reset()
