@@ -7,6 +7,7 @@
 
 #include "autofuse/codegen/cpu/emit.h"
 #include "autofuse/ir/tensor.h"
+#include "autofuse/support/env.h"
 
 namespace autofuse {
 
@@ -78,6 +79,22 @@ std::string rounded_to(DType t, const std::string& e) {
   if (t == DType::Float16) return "af_rnd_f16(" + e + ")";
   if (t == DType::BFloat16) return "af_rnd_bf16(" + e + ")";
   return e;
+}
+
+std::vector<bool> casts_rounded_by_store(const Graph& g, const LoopNest& nest, const EmitOptions& o) {
+  std::vector<bool> r(g.size(), false);
+  if (o.precision == PrecisionPolicy::EmulateCasts || !env_bool("AUTOFUSE_ROUND_AT_STORE", true)) return r;
+  std::vector<bool> stored(g.size(), false), used(g.size(), false);
+  const size_t first_outer = nest.operands.size() - (o.outer ? o.outer->reductions.size() : 0);
+  for (size_t k = static_cast<size_t>(nest.num_inputs); k < nest.operands.size(); ++k)
+    (k < first_outer ? stored : used)[static_cast<size_t>(nest.operands[k])] = true;  // outer partials: a use
+  for (size_t i = 0; i < g.size(); ++i)
+    for (ValueId in : g.node(static_cast<ValueId>(i)).inputs) used[static_cast<size_t>(in)] = true;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(static_cast<ValueId>(i));
+    r[i] = n.op == OpKind::Cast && (n.dtype == DType::BFloat16 || n.dtype == DType::Float16) && stored[i] && !used[i];
+  }
+  return r;
 }
 
 std::string splat_literal(const Scalar& s, DType t) {

@@ -161,6 +161,14 @@ void Emitter::emit_rows_vec_kept() {
   close();
 }
 
+bool Emitter::feeds_bf16_store(ValueId id) const {
+  for (size_t j = 0; j < g_.size(); ++j) {
+    const Node& c = g_.node(static_cast<ValueId>(j));
+    if (store_rounds_[j] && c.dtype == DType::BFloat16 && c.inputs[0] == id) return true;
+  }
+  return false;
+}
+
 void Emitter::emit_stores(ValueId id) {
   const Node& nd = g_.node(id);
   const ValuePlacement& vp = val(id);
@@ -178,7 +186,8 @@ void Emitter::emit_stores(ValueId id) {
       guards.push_back("i" + s(a) + " == 0");
     }
     const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
-    // A bf16 quotient flagged normal (emit_value: af_div_rcp_unit's fast path) skips the store's subnormal check.
+    // A bf16 quotient flagged normal (emit_value: af_div_rcp_unit's fast path), or a cast of an f32 one that this
+    // store rounds (casts_rounded_by_store), skips the store's subnormal check.
     const std::string nrm = nrm_.count(id) ? ", " + var + "_nrm" : "";
     std::string stmt;
     if (!vp.varies[static_cast<size_t>(v_)])

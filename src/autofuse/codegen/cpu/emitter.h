@@ -57,6 +57,7 @@ class Emitter {
     plan_prefetch();
     if (inner_) rcp_ = divisors_with_reciprocal(g, nest);
     nonan_max_ = row_max_without_nan_select(g, nest);
+    store_rounds_ = casts_rounded_by_store(g, nest, o);
     bounds_ = softmax_value_bounds(g);
     plan_pipeline();
   }
@@ -623,14 +624,23 @@ class Emitter {
       e = "(af_splat<int64_t>(" + s(attr_int(nd.attrs, "start")) + ") + af_splat<int64_t>(" +
           s(attr_int(nd.attrs, "step")) + ") * " + idx + ")";
       if (ct != "int64_t") e = "__builtin_convertvector(" + e + ", vec<" + ct + ">)";
-      e = rounded_to(nd.dtype, e);  // a source: its values are values of its dtype
+      e = rounded_to(nd.dtype, e);                        // a source: its values are values of its dtype
+    } else if (store_rounds_[static_cast<size_t>(id)]) {  // its store rounds: the f32 vector, unrounded
+      const ValueId in = nd.inputs[0];
+      const std::string xin = "x" + s(static_cast<int64_t>(in)), ict = compute_ctype(g_.node(in).dtype);
+      e = ict == ct ? xin : "__builtin_convertvector(" + xin + ", vec<" + ct + ">)";
+      if (ict == ct && nrm_.count(in)) {  // the same vector: the input's flag holds for it (a bf16 store reads it)
+        line("const bool " + var + "_nrm = " + xin + "_nrm;");
+        nrm_.insert(id);
+      }
     } else {
       std::vector<std::string> args;
       for (ValueId in : nd.inputs) args.push_back("x" + s(static_cast<int64_t>(in)));
       const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
       const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
       e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
-      if (e.rfind("af_div_rcp_unit(", 0) == 0 && nd.dtype == DType::BFloat16) {  // flags a normal quotient (af_sto)
+      // Flags a normal quotient for a bf16 store (af_sto): its own, or that of a cast its store rounds.
+      if (e.rfind("af_div_rcp_unit(", 0) == 0 && (nd.dtype == DType::BFloat16 || feeds_bf16_store(id))) {
         line("bool " + var + "_nrm;");
         e.insert(e.size() - 1, ", " + var + "_nrm");
         nrm_.insert(id);
@@ -643,6 +653,8 @@ class Emitter {
   }
 
   void emit_stores(ValueId id);  // emit_rows.cpp
+  /// Whether a bf16 cast that its store rounds (store_rounds_) reads value id (the flag x<id>_nrm carries to it).
+  bool feeds_bf16_store(ValueId id) const;  // emit_rows.cpp
 
   const Graph& g_;
   const LoopNest& nest_;
@@ -660,6 +672,7 @@ class Emitter {
   std::set<ValueId> nrm_;           // values with a flag x<id>_nrm: this vector's lanes are normal floats
   std::vector<bool> rcp_;           // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
   std::vector<bool> nonan_max_;     // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
+  std::vector<bool> store_rounds_;  // per value: a cast to f16/bf16 that its store rounds (casts_rounded_by_store)
   std::vector<ValueBound> bounds_;  // per value: its proven sign or range (softmax_value_bounds)
   bool pipelined_ = false;          // a pipelined row loop is emitted (plan_pipeline)
   bool in_pipeline_ = false;        // emitting it now (the passes' own next-row prefetches are off)
