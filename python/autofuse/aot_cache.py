@@ -45,7 +45,8 @@ from torch._inductor.output_code import OutputCode
 
 #: Environment variables that change what the backend generates (part of the cache key).
 KEY_ENV = ("AUTOFUSE_ISA", "AUTOFUSE_EMULATE_PRECISION_CASTS", "AUTOFUSE_STANDIN", "AUTOFUSE_STRICT",
-           "AUTOFUSE_EXTRA_CXXFLAGS", "AUTOFUSE_KERNEL_INCLUDE_DIR", "AUTOFUSE_FUSE_CONCAT")
+           "AUTOFUSE_EXTRA_CXXFLAGS", "AUTOFUSE_KERNEL_INCLUDE_DIR", "AUTOFUSE_FUSE_CONCAT",
+           "AUTOFUSE_ROUND_AT_STORE")
 
 #: Format of the pickled payload; bump when AutofuseOutputCode's fields change.
 PAYLOAD_VERSION = 1

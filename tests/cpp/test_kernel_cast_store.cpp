@@ -31,9 +31,11 @@ constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
 /// torch.compile's softmax of a DT input in the output dtype OT: cast up, f32 softmax, cast the quotient down. The
 /// f32 quotient %q is returned too, so the test can check the store's rounding of it bit for bit.
 std::string torch_softmax(const std::string& dt, const std::string& ot, bool with_q) {
-  return "graph s(%x: " + dt + "[s0, s1]) {\n  %xf = cast(%x) {dtype=f32}\n  %m = amax(%xf) {axes=[1], keepdim=true}\n"
+  return "graph s(%x: " + dt +
+         "[s0, s1]) {\n  %xf = cast(%x) {dtype=f32}\n  %m = amax(%xf) {axes=[1], keepdim=true}\n"
          "  %d = sub(%xf, %m)\n  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %q = div(%e, %s)\n"
-         "  %y = cast(%q) {dtype=" + ot + "}\n  return %y" + (with_q ? ", %q" : "") + "\n}";
+         "  %y = cast(%q) {dtype=" +
+         ot + "}\n  return %y" + (with_q ? ", %q" : "") + "\n}";
 }
 
 /// Sets an environment variable for a scope (unset at exit; the tests below only set variables that are unset).
@@ -54,7 +56,8 @@ HostTensor softmax_input(DType t, int64_t cols, std::mt19937_64& rng) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       double v = nd(rng);
-      if (r < ramp_rows) v = c == 0 ? 0.0 : -25.0 - 0.125 * static_cast<double>(std::min(r * per_row + c - 1, count - 1));
+      if (r < ramp_rows)
+        v = c == 0 ? 0.0 : -25.0 - 0.125 * static_cast<double>(std::min(r * per_row + c - 1, count - 1));
       const int64_t k = r - ramp_rows;
       if (k == 0 && c == cols / 2) v = kNaNF;
       if (k == 1 && c == cols - 1) v = kInfF;
@@ -87,13 +90,14 @@ TEST(CastStore, TorchBf16SoftmaxRoundsOnceAtTheStore) {
   }
   std::mt19937_64 rng = seeded_rng();
   for (int64_t cols : {1, 16, 37, 1030}) {  // one element; one whole vector; a masked tail; the pipelined loop
-    for (bool gapped : {false, true}) {  // y contiguous (af_sto / af_stu) or every other element (af_stn)
+    for (bool gapped : {false, true}) {     // y contiguous (af_sto / af_stu) or every other element (af_stn)
       HostTensor x = softmax_input(DType::BFloat16, cols, rng);
       const int64_t rows = x.sizes[0];
       HostTensor yg = HostTensor::empty(DType::BFloat16, {rows, 2 * cols});
       HostTensor y = gapped ? HostTensor::view(DType::BFloat16, yg.data, {rows, cols}, {2 * cols, 2})
                             : HostTensor::empty(DType::BFloat16, {rows, cols});
-      HostTensor q = HostTensor::empty(DType::Float32, {rows, cols}), y2 = HostTensor::empty(DType::BFloat16, {rows, cols});
+      HostTensor q = HostTensor::empty(DType::Float32, {rows, cols}),
+                 y2 = HostTensor::empty(DType::BFloat16, {rows, cols});
       k->run({x}, {y, q});
       only_y->run({x}, {y2});
       const std::vector<HostTensor> ref = interpret(k->graph(), {x});
@@ -116,7 +120,8 @@ TEST(CastStore, TorchBf16SoftmaxRoundsOnceAtTheStore) {
             if (std::isnan(qi) != std::isnan(qk) && ++bad < 10)
               ADD_FAILURE() << "cols " << cols << " row " << r << " col " << c << ": NaN mismatch";
             ++checked;
-          } else if (!std::isnan(qi) && bf16_rne_bits(lo) == bf16_rne_bits(qi) && bf16_rne_bits(hi) == bf16_rne_bits(qi)) {
+          } else if (!std::isnan(qi) && bf16_rne_bits(lo) == bf16_rne_bits(qi) &&
+                     bf16_rne_bits(hi) == bf16_rne_bits(qi)) {
             ++checked;
             if (got != stored_bits(ref[0], r, c) && ++bad < 10)
               ADD_FAILURE() << "cols " << cols << " row " << r << " col " << c << ": interpreter 0x" << std::hex
@@ -162,8 +167,9 @@ TEST(CastStore, F16CastRoundsOnceAtTheStore) {
 
 TEST(CastStore, CastsWithOtherUsesOrPoliciesStillRound) {
   // A cast read by another node, or under EmulateCasts, or with AUTOFUSE_ROUND_AT_STORE=0, rounds in registers.
-  const std::string two_uses = "graph u(%x: f32[s0]) {\n  %y = cast(%x) {dtype=bf16}\n  %yf = cast(%y) {dtype=f32}\n"
-                               "  %z = sub(%yf, %x)\n  return %y, %z\n}";
+  const std::string two_uses =
+      "graph u(%x: f32[s0]) {\n  %y = cast(%x) {dtype=bf16}\n  %yf = cast(%y) {dtype=f32}\n"
+      "  %z = sub(%yf, %x)\n  return %y, %z\n}";
   auto k = Kernel::compile(parse_graph(two_uses));
   EXPECT_NE(k->source().find("= af_rnd_bf16(x"), std::string::npos);
   // z = y - x must see the rounded y: x = 1 + 2^-8 + 2^-10 rounds to 1 + 2^-7 in bf16, so z = 3 * 2^-10 (0 unrounded).

@@ -41,6 +41,7 @@ BAD = [
     ("AUTOFUSE_REPROBE", "-1", "0 (the default)"),
     ("AUTOFUSE_EMULATE_PRECISION_CASTS", "emulate", "0 (the default)"),
     ("AUTOFUSE_FUSE_CONCAT", "nope", "1 (the default)"),
+    ("AUTOFUSE_ROUND_AT_STORE", "sometimes", "1 (the default)"),
     ("AUTOFUSE_WARM_START", "x", "0 (the default)"),
     ("AUTOFUSE_AOT_CACHE", "off please", "1 (the default)"),
     ("AUTOFUSE_NUM_THREADS", "-1", "the CPU count ("),
@@ -51,7 +52,8 @@ BAD = [
 ]
 #: Read by the C++ side (the CLI reads them too).
 CPP_READ = {"AUTOFUSE_DEBUG", "AUTOFUSE_STRICT", "AUTOFUSE_FORCE_DISABLE_CACHES", "AUTOFUSE_REPROBE",
-            "AUTOFUSE_EMULATE_PRECISION_CASTS", "AUTOFUSE_FUSE_CONCAT", "AUTOFUSE_NUM_THREADS", "AUTOFUSE_THREADS",
+            "AUTOFUSE_EMULATE_PRECISION_CASTS", "AUTOFUSE_FUSE_CONCAT", "AUTOFUSE_ROUND_AT_STORE",
+            "AUTOFUSE_NUM_THREADS", "AUTOFUSE_THREADS",
             "AUTOFUSE_ISA"}
 
 
