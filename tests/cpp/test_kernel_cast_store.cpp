@@ -29,8 +29,18 @@ constexpr float kInfF = std::numeric_limits<float>::infinity();
 constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
 
 /// torch.compile's softmax of a DT input in the output dtype OT: cast up, f32 softmax, cast the quotient down. The
-/// f32 quotient %q is returned too, so the test can check the store's rounding of it bit for bit.
-std::string torch_softmax(const std::string& dt, const std::string& ot, bool with_q) {
+/// f32 quotient %q is returned too, so the test can check the store's rounding of it bit for bit. With `clone`, the
+/// cast is copied by `* 1` before its store (the lowering's clone, as in the LLaMA demo's attention softmax).
+std::string torch_softmax(const std::string& dt, const std::string& ot, bool with_q, bool clone = false) {
+  if (clone)
+    return "graph s(%x: " + dt +
+           "[s0, s1]) {\n  %xf = cast(%x) {dtype=f32}\n  %m = amax(%xf) {axes=[1], keepdim=true}\n"
+           "  %d = sub(%xf, %m)\n  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %q = div(%e, %s)\n"
+           "  %y = cast(%q) {dtype=" +
+           ot + "}\n  %one = constant() {value=1.0, dtype=" + ot +
+           "}\n"
+           "  %z = mul(%y, %one)\n  return %z" +
+           (with_q ? ", %q" : "") + "\n}";
   return "graph s(%x: " + dt +
          "[s0, s1]) {\n  %xf = cast(%x) {dtype=f32}\n  %m = amax(%xf) {axes=[1], keepdim=true}\n"
          "  %d = sub(%xf, %m)\n  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %q = div(%e, %s)\n"
@@ -84,9 +94,13 @@ TEST(CastStore, TorchBf16SoftmaxRoundsOnceAtTheStore) {
   if (k->lanes() == 16) {
     EXPECT_NE(src.find("_nrm = x"), std::string::npos) << "the quotient's flag reaches the cast";
   }
-  auto only_y = Kernel::compile(parse_graph(torch_softmax("bf16", "bf16", false)));  // as torch.compile emits it
-  if (only_y->lanes() == 16) {
-    EXPECT_NE(only_y->source().find("_nrm);"), std::string::npos) << "the flagged store";
+  auto only_y = Kernel::compile(parse_graph(torch_softmax("bf16", "bf16", false)));       // as torch.compile emits it
+  auto cloned = Kernel::compile(parse_graph(torch_softmax("bf16", "bf16", true, true)));  // y * 1 stored
+  for (const auto* kk : {only_y.get(), cloned.get()}) {
+    EXPECT_EQ(kk->source().find("= af_rnd_bf16(x"), std::string::npos) << "the store rounds the cast";
+    if (kk->lanes() == 16) {
+      EXPECT_NE(kk->source().find("_nrm);"), std::string::npos) << "the flagged store";
+    }
   }
   std::mt19937_64 rng = seeded_rng();
   for (int64_t cols : {1, 16, 37, 1030}) {  // one element; one whole vector; a masked tail; the pipelined loop
@@ -98,8 +112,11 @@ TEST(CastStore, TorchBf16SoftmaxRoundsOnceAtTheStore) {
                             : HostTensor::empty(DType::BFloat16, {rows, cols});
       HostTensor q = HostTensor::empty(DType::Float32, {rows, cols}),
                  y2 = HostTensor::empty(DType::BFloat16, {rows, cols});
+      HostTensor y3 = HostTensor::empty(DType::BFloat16, {rows, cols}),
+                 q3 = HostTensor::empty(DType::Float32, {rows, cols});
       k->run({x}, {y, q});
       only_y->run({x}, {y2});
+      cloned->run({x}, {y3, q3});
       const std::vector<HostTensor> ref = interpret(k->graph(), {x});
       int64_t bad = 0, subnormal = 0, zero = 0, checked = 0, nan = 0;
       for (int64_t r = 0; r < rows; ++r)
@@ -109,9 +126,10 @@ TEST(CastStore, TorchBf16SoftmaxRoundsOnceAtTheStore) {
           subnormal += (qk > 0 && qk < 0x1p-126f) ? 1 : 0;
           zero += qk == 0.0f ? 1 : 0;
           nan += std::isnan(qk) ? 1 : 0;
-          if ((got != want || stored_bits(y2, r, c) != got) && ++bad < 10)
+          if ((got != want || stored_bits(y2, r, c) != got || stored_bits(y3, r, c) != got) && ++bad < 10)
             ADD_FAILURE() << "cols " << cols << " row " << r << " col " << c << ": q " << qk << " want 0x" << std::hex
-                          << want << ", got 0x" << got << " (y only: 0x" << stored_bits(y2, r, c) << ")" << std::dec;
+                          << want << ", got 0x" << got << " (y only: 0x" << stored_bits(y2, r, c) << ", cloned: 0x"
+                          << stored_bits(y3, r, c) << ")" << std::dec;
           // The interpreter (exp in double): the same bits wherever its f32 quotient is 2 ulp from a bf16 boundary.
           const float qi = static_cast<float>(ref[1].get_double({r, c}));
           float lo = qi, hi = qi;

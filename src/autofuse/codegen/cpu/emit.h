@@ -148,15 +148,22 @@ bool has_row_chains(OpKind k, DType in);
 inline constexpr int kRowChains = 4;
 /// `e` (a vec<float> expression) rounded to t when t is f16/bf16 (af_rnd_f16 / af_rnd_bf16), else `e` unchanged.
 std::string rounded_to(DType t, const std::string& e);
-/// Per value of g: true for a cast to f16 / bf16 whose only use is the store of an output of that dtype (a real
-/// output operand of `nest`; an outer reduction's partials are a use, as is any node reading it), under the
-/// Float32Inside policy. The emitter then leaves the cast's value unrounded (the f32 vector it converts) and the
-/// store rounds: af_st / af_stu / af_sto / af_stn narrow f32 to f16 / bf16 with round-to-nearest-even (bf16 NaN
-/// quieted, its upper payload kept), which is what af_rnd_f16 / af_rnd_bf16 do. Same bits: RNE to a format F returns a
-/// member of F, and RNE of a member of F is that member, so rounding twice to F equals rounding once; af_bf16_bits on
-/// its own NaN result (quiet bit set, low half zero) returns it again. (Not under EmulateCasts, nor with
-/// AUTOFUSE_ROUND_AT_STORE=0, the A/B switch: then every cast rounds in registers, as before session 12.)
-std::vector<bool> casts_rounded_by_store(const Graph& g, const LoopNest& nest, const EmitOptions& o);
+/// What casts_rounded_by_store found for a value.
+enum class StoreRounds : uint8_t {
+  No,
+  Cast,  ///< a cast to f16 / bf16 whose value is left unrounded: its stores round it
+  Copy,  ///< `x * 1` (constant 1 of x's f16 / bf16 dtype, the lowering's clone) on such a cast's way to its stores
+};
+/// Per value of g: Cast for a cast to f16 / bf16 whose only uses are stores of outputs of that dtype (real output
+/// operands of `nest`; an outer reduction's partials are a use, as is any other node reading it), directly or through
+/// copies `x * 1` (Copy: x * 1 is x exactly for every float, NaN payload included), under the Float32Inside policy.
+/// The emitter then leaves the cast's value unrounded (the f32 vector it converts) and the stores round: af_st / af_stu
+/// / af_sto / af_stn narrow f32 to f16 / bf16 with round-to-nearest-even (bf16 NaN quieted, its upper payload kept),
+/// which is what af_rnd_f16 / af_rnd_bf16 do. Same bits: RNE to a format F returns a member of F, and RNE of a member
+/// of F is that member, so rounding twice to F equals rounding once; af_bf16_bits on its own NaN result (quiet bit set,
+/// low half zero) returns it again. (Not under EmulateCasts, nor with AUTOFUSE_ROUND_AT_STORE=0, the A/B switch: then
+/// every cast rounds in registers, as before session 12.)
+std::vector<StoreRounds> casts_rounded_by_store(const Graph& g, const LoopNest& nest, const EmitOptions& o);
 /// The scalar that folds the lanes of vector accumulator `acc` (element type `ctype`) of reduction `op`: af_hsum for
 /// sum/mean/var, af_hprod, af_hmax, af_hmin, af_hor (any), af_hand (all); argmax/argmin fold `acc` with the index
 /// vector `idx` (first index, NaN wins). "" for ops that are not reductions.

@@ -81,18 +81,31 @@ std::string rounded_to(DType t, const std::string& e) {
   return e;
 }
 
-std::vector<bool> casts_rounded_by_store(const Graph& g, const LoopNest& nest, const EmitOptions& o) {
-  std::vector<bool> r(g.size(), false);
+std::vector<StoreRounds> casts_rounded_by_store(const Graph& g, const LoopNest& nest, const EmitOptions& o) {
+  std::vector<StoreRounds> r(g.size(), StoreRounds::No);
   if (o.precision == PrecisionPolicy::EmulateCasts || !env_bool("AUTOFUSE_ROUND_AT_STORE", true)) return r;
-  std::vector<bool> stored(g.size(), false), used(g.size(), false);
+  auto half = [](DType t) { return t == DType::BFloat16 || t == DType::Float16; };
+  auto copy = [&](const Node& n) {  // x * 1 (the lowering's clone): the value of x, exactly
+    if (n.op != OpKind::Mul || !half(n.dtype) || g.node(n.inputs[0]).dtype != n.dtype) return false;
+    const Node& c = g.node(n.inputs[1]);
+    return c.op == OpKind::Constant && c.dtype == n.dtype && attr_scalar(c.attrs, "value").as_double() == 1.0;
+  };
+  // only[i]: every use of value i is a real output's store or a copy in r; stored[i]: some such path ends in a store.
+  std::vector<bool> stored(g.size(), false), only(g.size(), true);
   const size_t first_outer = nest.operands.size() - (o.outer ? o.outer->reductions.size() : 0);
   for (size_t k = static_cast<size_t>(nest.num_inputs); k < nest.operands.size(); ++k)
-    (k < first_outer ? stored : used)[static_cast<size_t>(nest.operands[k])] = true;  // outer partials: a use
-  for (size_t i = 0; i < g.size(); ++i)
-    for (ValueId in : g.node(static_cast<ValueId>(i)).inputs) used[static_cast<size_t>(in)] = true;
-  for (size_t i = 0; i < g.size(); ++i) {
+    (k < first_outer ? stored : only)[static_cast<size_t>(nest.operands[k])] = k < first_outer;  // partials: a use
+  for (size_t i = g.size(); i-- > 0;) {  // every use of value i comes after it
     const Node& n = g.node(static_cast<ValueId>(i));
-    r[i] = n.op == OpKind::Cast && (n.dtype == DType::BFloat16 || n.dtype == DType::Float16) && stored[i] && !used[i];
+    if (only[i] && stored[i] && n.op == OpKind::Cast && half(n.dtype)) r[i] = StoreRounds::Cast;
+    if (only[i] && stored[i] && copy(n)) r[i] = StoreRounds::Copy;
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      const auto in = static_cast<size_t>(n.inputs[j]);
+      if (r[i] == StoreRounds::Copy && j == 0)
+        stored[in] = true;
+      else
+        only[in] = false;
+    }
   }
   return r;
 }

@@ -164,7 +164,7 @@ void Emitter::emit_rows_vec_kept() {
 bool Emitter::feeds_bf16_store(ValueId id) const {
   for (size_t j = 0; j < g_.size(); ++j) {
     const Node& c = g_.node(static_cast<ValueId>(j));
-    if (store_rounds_[j] && c.dtype == DType::BFloat16 && c.inputs[0] == id) return true;
+    if (store_rounds_[j] == StoreRounds::Cast && c.dtype == DType::BFloat16 && c.inputs[0] == id) return true;
   }
   return false;
 }

@@ -624,8 +624,9 @@ class Emitter {
       e = "(af_splat<int64_t>(" + s(attr_int(nd.attrs, "start")) + ") + af_splat<int64_t>(" +
           s(attr_int(nd.attrs, "step")) + ") * " + idx + ")";
       if (ct != "int64_t") e = "__builtin_convertvector(" + e + ", vec<" + ct + ">)";
-      e = rounded_to(nd.dtype, e);                        // a source: its values are values of its dtype
-    } else if (store_rounds_[static_cast<size_t>(id)]) {  // its store rounds: the f32 vector, unrounded
+      e = rounded_to(nd.dtype, e);  // a source: its values are values of its dtype
+    } else if (store_rounds_[static_cast<size_t>(id)] ==
+               StoreRounds::Cast) {  // its store rounds: the f32 vector, unrounded
       const ValueId in = nd.inputs[0];
       const std::string xin = "x" + s(static_cast<int64_t>(in)), ict = compute_ctype(g_.node(in).dtype);
       e = ict == ct ? xin : "__builtin_convertvector(" + xin + ", vec<" + ct + ">)";
@@ -639,6 +640,10 @@ class Emitter {
       const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
       const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
       e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
+      if (store_rounds_[static_cast<size_t>(id)] == StoreRounds::Copy && nrm_.count(nd.inputs[0])) {  // x * 1 == x
+        line("const bool " + var + "_nrm = " + args[0] + "_nrm;");
+        nrm_.insert(id);
+      }
       // Flags a normal quotient for a bf16 store (af_sto): its own, or that of a cast its store rounds.
       if (e.rfind("af_div_rcp_unit(", 0) == 0 && (nd.dtype == DType::BFloat16 || feeds_bf16_store(id))) {
         line("bool " + var + "_nrm;");
@@ -667,16 +672,16 @@ class Emitter {
   std::vector<std::string> cur_;
   std::vector<bool> in_scope_;
   std::map<ValueId, std::string> red_value_;
-  int prefetch_pass_ = 0;           // the pass that prefetches the next row (0: none)
-  std::vector<int> stash_pass_;     // per value: the pass that stores it into the row stash (0: not stashed)
-  std::set<ValueId> nrm_;           // values with a flag x<id>_nrm: this vector's lanes are normal floats
-  std::vector<bool> rcp_;           // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
-  std::vector<bool> nonan_max_;     // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
-  std::vector<bool> store_rounds_;  // per value: a cast to f16/bf16 that its store rounds (casts_rounded_by_store)
-  std::vector<ValueBound> bounds_;  // per value: its proven sign or range (softmax_value_bounds)
-  bool pipelined_ = false;          // a pipelined row loop is emitted (plan_pipeline)
-  bool in_pipeline_ = false;        // emitting it now (the passes' own next-row prefetches are off)
-  std::vector<int> carry_until_;    // per kept value of stage >= 1: the last pass that reads it (0: not carried)
+  int prefetch_pass_ = 0;        // the pass that prefetches the next row (0: none)
+  std::vector<int> stash_pass_;  // per value: the pass that stores it into the row stash (0: not stashed)
+  std::set<ValueId> nrm_;        // values with a flag x<id>_nrm: this vector's lanes are normal floats
+  std::vector<bool> rcp_;        // per value: a per-row divisor whose reciprocal is computed with it (af_div_rcp)
+  std::vector<bool> nonan_max_;  // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
+  std::vector<StoreRounds> store_rounds_;  // per value: casts_rounded_by_store's finding
+  std::vector<ValueBound> bounds_;         // per value: its proven sign or range (softmax_value_bounds)
+  bool pipelined_ = false;                 // a pipelined row loop is emitted (plan_pipeline)
+  bool in_pipeline_ = false;               // emitting it now (the passes' own next-row prefetches are off)
+  std::vector<int> carry_until_;           // per kept value of stage >= 1: the last pass that reads it (0: not carried)
   std::ostringstream out_;
   int ind_ = 0;
 };
