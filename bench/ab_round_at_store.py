@@ -1,4 +1,4 @@
-"""Same-process A/B of torch.compile's bf16 softmax kernel graph (session 12, perf13; docs/codegen.md):
+"""Same-process A/B of torch.compile's bf16 softmax kernel graph (session 11, perf13; docs/codegen.md):
 ``python bench/ab_round_at_store.py [SAMPLES]``. Compiles the graph AOTAutograd produces (cast to f32, f32 softmax,
 cast to bf16) with AUTOFUSE_ROUND_AT_STORE=0 (before: af_rnd_bf16, then a store with the subnormal test) and by default
 (after: one rounding at the store, flagged by af_div_rcp_unit), checks they give the same bits, and prints ns per

@@ -1,4 +1,4 @@
-// A cast to f16 / bf16 whose only use is its store (casts_rounded_by_store, session 12, perf13): the kernel keeps the
+// A cast to f16 / bf16 whose only use is its store (casts_rounded_by_store, session 11, perf13): the kernel keeps the
 // cast's value in f32 and the store rounds it once (the same bits as rounding in registers and again at the store),
 // and a bf16 cast of af_div_rcp_unit's quotient carries the quotient's normal flag to the store (vcvtneps2bf16
 // alone). This is torch.compile's bf16 softmax: AOTAutograd upcasts, computes in f32 and casts the quotient back.

@@ -162,7 +162,7 @@ enum class StoreRounds : uint8_t {
 /// which is what af_rnd_f16 / af_rnd_bf16 do. Same bits: RNE to a format F returns a member of F, and RNE of a member
 /// of F is that member, so rounding twice to F equals rounding once; af_bf16_bits on its own NaN result (quiet bit set,
 /// low half zero) returns it again. (Not under EmulateCasts, nor with AUTOFUSE_ROUND_AT_STORE=0, the A/B switch: then
-/// every cast rounds in registers, as before session 12.)
+/// every cast rounds in registers, as before session 11.)
 std::vector<StoreRounds> casts_rounded_by_store(const Graph& g, const LoopNest& nest, const EmitOptions& o);
 /// The scalar that folds the lanes of vector accumulator `acc` (element type `ctype`) of reduction `op`: af_hsum for
 /// sum/mean/var, af_hprod, af_hmax, af_hmin, af_hor (any), af_hand (all); argmax/argmin fold `acc` with the index
