@@ -116,3 +116,11 @@ def test_freezing_row_matches_its_header():
     line = infer.freezing_row(r)
     assert line.count("|") == infer.FREEZING_HEADER.splitlines()[0].count("|")
     assert "| 2.00 (1.50) | 0.75 |" in line
+
+
+def test_logits_tolerance_depends_on_the_dtype():
+    r = {"dtype": "bf16", "autofuse_rel_err": 1.05e-2, "inductor_rel_err": 1.0e-2}
+    assert not infer.logits_off(r)  # bf16 rounding alone (BERT 4x128, session 11)
+    assert infer.logits_off({**r, "autofuse_rel_err": 0.2})
+    assert infer.logits_off({"dtype": "fp32", "autofuse_rel_err": 1e-6, "inductor_rel_err": 5e-3})
+    assert not infer.logits_off({"dtype": "fp32", "autofuse_rel_err": 1e-6, "inductor_rel_err": 6e-7})

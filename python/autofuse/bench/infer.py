@@ -131,6 +131,17 @@ def time_case(case: Case, rounds: int, repeat: int = 2) -> Dict[str, object]:
     return res
 
 
+#: Largest max |compiled - eager| / max |eager| of the logits per dtype before the bench exits 1. bf16: both
+#: compilers differ from eager bf16 by rounding alone, 1.0e-2 for BERT 4x128 (2 layers, session 11), so 1e-2 tripped.
+LOGITS_TOLERANCE = {"fp32": 1e-3, "bf16": 5e-2}
+
+
+def logits_off(r: Dict[str, object]) -> bool:
+    """Whether either compiler's logits in timed case ``r`` are further from eager's than LOGITS_TOLERANCE."""
+    tol = LOGITS_TOLERANCE[str(r["dtype"])]
+    return float(r["autofuse_rel_err"]) > tol or float(r["inductor_rel_err"]) > tol
+
+
 def row(r: Dict[str, object]) -> str:
     """One markdown table row of a timed case."""
     return (f"| {r['model']} | {r['dtype']} | {r['batch']}x{r['tokens']} | "
@@ -175,7 +186,7 @@ def profile_case(case: Case, top: int = 12, log=print) -> None:
 
 
 def main(argv: List[str] | None = None) -> int:
-    """Entry point (see module doc); returns 0, or 1 when a compiler's logits are off (rel. error > 1e-2)."""
+    """Entry point (see module doc); returns 0, or 1 when a compiler's logits are off (logits_off)."""
     ap = argparse.ArgumentParser(prog="python -m autofuse.bench.infer", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--models", default="gpt2,bert,llama", help="comma-separated, of gpt2, bert, llama")
@@ -222,7 +233,7 @@ def main(argv: List[str] | None = None) -> int:
         print(HEADER)
         for r in rs:
             print(row(r), flush=True)
-            bad = bad or r["autofuse_rel_err"] > 1e-2 or r["inductor_rel_err"] > 1e-2
+            bad = bad or logits_off(r)
         results += rs
         if a.profile:
             with quiet_window(log):
