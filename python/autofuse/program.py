@@ -31,11 +31,11 @@ from .lowering import LNode, LoweredGraph
 from .lowering_reference import eval_node
 from .program_embedding import GATHER_ROWS_FN, embedding_lines
 from .program_linear import ADDMM_FN, LINEAR_FN, MM_FN, ONEDNN_FN, plan_linear
-from .weight_pack import packed_weight
 from .program_outputs import contiguous_strides, plan_output_views
 from .program_inplace import aliased_reads, owned_bases, plan_inplace
 from .program_layout import Perm, dense_strides, eager_layout, kernel_output_layouts  # noqa: F401 (eager_layout: API)
 from .program_views import EXTERN_CONTIGUOUS, RT_FN, ViewPlan, plan_views
+from .weight_pack import packed_weight
 
 
 #: Kernel launches made by generated programs (one list slot: a cheap in-place counter tests read).
@@ -126,8 +126,8 @@ class _Emitter:
         self.globals: Dict[str, Any] = {"empty": torch.empty, "LAUNCHES": LAUNCHES, "PF": profile.ENABLED,
                                         "PL": profile.launch,
                                         "IDXCHK": check_index, "ESC": _EMPTY_STRIDED, "RT": RT_FN,
-                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN, "ODL": ONEDNN_FN, "PW": packed_weight,
-                                        "GR": GATHER_ROWS_FN}
+                                        "LIN": LINEAR_FN, "MM": MM_FN, "ADDMM": ADDMM_FN, "ODL": ONEDNN_FN,
+                                        "PW": packed_weight, "GR": GATHER_ROWS_FN}
         self._consts: Dict[int, str] = {}
         self._specs: Dict[Any, str] = {}
 

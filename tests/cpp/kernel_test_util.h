@@ -26,6 +26,17 @@ inline std::string with_dtype(std::string text, const std::string& dt) {
   return text;
 }
 
+/// Row softmax over [s0, s1] (max, subtract, exp, sum, divide) as an IR template for with_dtype: the kernel the
+/// pipelined-row, streaming-store and row-stash tests share.
+inline constexpr const char* kSoftmaxRowsIR = R"(graph softmax(%x: DT[s0, s1]) {
+  %m = amax(%x) {axes=[1], keepdim=true}
+  %d = sub(%x, %m)
+  %e = exp(%d)
+  %s = sum(%e) {axes=[1], keepdim=true}
+  %y = div(%e, %s)
+  return %y
+})";
+
 /// The float dtype named "f32", "f16" or "bf16" (anything else: bf16), for tests parameterized by dtype name.
 inline DType float_dtype_of(const std::string& dt) {
   return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : DType::BFloat16;

@@ -56,15 +56,7 @@ struct PipeGraph {
 };
 
 const PipeGraph kGraphs[] = {
-    {"softmax", R"(graph softmax(%x: DT[s0, s1]) {
-  %m = amax(%x) {axes=[1], keepdim=true}
-  %d = sub(%x, %m)
-  %e = exp(%d)
-  %s = sum(%e) {axes=[1], keepdim=true}
-  %y = div(%e, %s)
-  return %y
-})",
-     0},
+    {"softmax", kernel_testing::kSoftmaxRowsIR, 0},
     {"softmax_and_max", R"(graph softmax_and_max(%x: DT[s0, s1]) {
   %xf = cast(%x) {dtype=f32}
   %m = amax(%xf) {axes=[1], keepdim=true}

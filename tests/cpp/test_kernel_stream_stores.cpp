@@ -54,15 +54,7 @@ const StreamGraph kGraphs[] = {
   return %y
 })",
      2},
-    {"softmax", R"(graph softmax(%x: DT[s0, s1]) {
-  %m = amax(%x) {axes=[1], keepdim=true}
-  %d = sub(%x, %m)
-  %e = exp(%d)
-  %s = sum(%e) {axes=[1], keepdim=true}
-  %y = div(%e, %s)
-  return %y
-})",
-     0},
+    {"softmax", kernel_testing::kSoftmaxRowsIR, 0},
     {"layer_norm", R"(graph layer_norm(%x: DT[s0, s1], %w: DT[s1]) {
   %m = mean(%x) {axes=[1], keepdim=true}
   %d = sub(%x, %m)

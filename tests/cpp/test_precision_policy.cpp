@@ -250,14 +250,7 @@ TEST(RowStash, ShortAndLongRowsMatchInterpreter) {
 }
 
 TEST(RowStash, Bf16SoftmaxUsesTheStash) {
-  Graph g = parse_graph(R"(graph sm(%x: bf16[s0, s1]) {
-    %m = amax(%x) {axes=[1], keepdim=true}
-    %d = sub(%x, %m)
-    %e = exp(%d)
-    %s = sum(%e) {axes=[1], keepdim=true}
-    %y = div(%e, %s)
-    return %y
-  })");
+  Graph g = parse_graph(kernel_testing::with_dtype(kernel_testing::kSoftmaxRowsIR, "bf16"));
   auto k = Kernel::compile(g);
   EXPECT_NE(k->source().find("row stash"), std::string::npos);
   EXPECT_NE(k->source().find("__builtin_prefetch"), std::string::npos) << "the next row is prefetched";
