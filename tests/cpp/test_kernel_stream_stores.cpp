@@ -4,6 +4,7 @@
 // broadcast and multi-pass row kernels (row loop and pipelined loop), f32 / bf16 / f16 / f64 / i32, row lengths
 // around the vector and cache-line boundaries, outputs whose rows or base are not aligned to a vector (those vectors
 // take the ordinary store), and 0-size tensors; and the rule must stream exactly the calls whose outputs exceed L3.
+// The same forcing turns on the far prefetch of multi-pass row loops (FarPrefetchRuleAndPlacement).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -221,6 +222,43 @@ TEST(KernelStreamStores, RuleStreamsOutputsLargerThanTheLastLevelCache) {
     ForcedStream off(false);
     EXPECT_FALSE(k->tiling().decide({fit_rows + 1, cols}).pick().schedule.stream_stores);
   }
+}
+
+// The L2 prefetch two rows ahead (emit_prefetch.cpp, launch flag kLaunchPrefetchFar): on exactly when the call's full
+// inputs exceed the last-level cache, emitted in the row loop of multi-pass row kernels (not in the pipelined loop),
+// forced with the streaming stores (so BitIdenticalToOrdinaryStores runs it on small tensors too).
+TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
+  const Graph g = parse_graph(with_dtype(kGraphs[2].text, "bf16"));  // softmax: one bf16 input per element
+  const auto k = Kernel::compile(g);
+  const int64_t l3 = k->tiling().params().l3_bytes;
+  const int64_t cols = 4096, fit_rows = l3 / (2 * cols);
+  {
+    ForcedStream rule(std::nullopt);
+    EXPECT_FALSE(k->tiling().decide({fit_rows, cols}).pick().schedule.prefetch_far);
+    const Schedule s = k->tiling().decide({fit_rows + 1, cols}).pick().schedule;
+    EXPECT_TRUE(s.prefetch_far);
+    EXPECT_EQ(s.launch_flags(), kLaunchStreamStores | kLaunchPrefetchFar);
+  }
+  {
+    ForcedStream on(true);
+    EXPECT_TRUE(k->tiling().decide({2, cols}).pick().schedule.prefetch_far);
+  }
+  {
+    ForcedStream off(false);
+    EXPECT_EQ(k->tiling().decide({fit_rows + 1, cols}).pick().schedule.launch_flags(), 0);
+  }
+  // Placement: the layer norm's row loop prefetches x two rows ahead in one pass; bf16 softmax's pipelined loop
+  // (on by default) does not, its row loop (the fallback for short rows) does; an elementwise kernel never.
+  const std::string ln = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "bf16")))->source();
+  EXPECT_NE(ln.find("if (af_far) __builtin_prefetch(p0 + pq0 + i1, 0, 1);"), std::string::npos) << ln;
+  EXPECT_NE(ln.find("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0;"), std::string::npos);
+  const std::string sm = k->source();
+  const size_t pipe_end = sm.find("#endif");
+  ASSERT_NE(pipe_end, std::string::npos);
+  EXPECT_EQ(sm.substr(0, pipe_end).find("pq0"), std::string::npos);
+  EXPECT_NE(sm.find("if (af_far) __builtin_prefetch(p0 + pq0", pipe_end), std::string::npos);
+  const std::string add = Kernel::compile(parse_graph(with_dtype(kGraphs[0].text, "bf16")))->source();
+  EXPECT_EQ(add.find("af_far"), std::string::npos);
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ void merge_axes(const LoopNest& nest, LaunchDomain& d);
 /// The generated kernel's launch-flags bit for non-temporal whole-vector output stores (AF_LF_STREAM in
 /// codegen/cpu/af_kernel.inc; the kernel's last argument, codegen/cpu/emit.h KernelFn).
 constexpr int64_t kLaunchStreamStores = 1;
+/// The launch-flags bit for prefetching the inputs of the row after the next one into L2 (AF_LF_FAR in af_kernel.inc;
+/// codegen/cpu/emit_prefetch.cpp).
+constexpr int64_t kLaunchPrefetchFar = 2;
 
 /// How a call is split into rows and parallel tasks.
 struct Schedule {
@@ -37,8 +40,13 @@ struct Schedule {
   /// Whole-vector output stores are non-temporal (the kernel's launch flag kLaunchStreamStores): set by the tiling
   /// function when the call's full outputs exceed the last-level cache (TilingFunction::decide).
   bool stream_stores = false;
+  /// Multi-pass row loops prefetch the inputs of the row two ahead into L2 (kLaunchPrefetchFar): set by the tiling
+  /// function when the call's full inputs exceed the last-level cache (TilingFunction::decide).
+  bool prefetch_far = false;
   /// The kernel's launch-flags argument for this schedule (codegen/cpu/emit.h KernelFn).
-  int64_t launch_flags() const { return stream_stores ? kLaunchStreamStores : 0; }
+  int64_t launch_flags() const {
+    return (stream_stores ? kLaunchStreamStores : 0) | (prefetch_far ? kLaunchPrefetchFar : 0);
+  }
 };
 
 /// The default schedule: rows of about 16K element-operations, tasks of about 64K. Sizes are the merged domain.

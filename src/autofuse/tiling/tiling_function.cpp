@@ -199,7 +199,10 @@ TilingDecision TilingFunction::decide(const std::vector<int64_t>& sizes) const {
     }
   }
   if (g_forced_stream)
-    for (TilingCandidate& c : d.candidates) c.schedule.stream_stores = *g_forced_stream && c.kind != TilingKind::Split;
+    for (TilingCandidate& c : d.candidates) {
+      c.schedule.stream_stores = *g_forced_stream && c.kind != TilingKind::Split;
+      c.schedule.prefetch_far = *g_forced_stream;
+    }
   if (debug_enabled()) {
     std::ostringstream o;
     for (size_t i = 0; i < sizes.size(); ++i) o << (i ? "," : "") << sizes[i];
@@ -310,6 +313,10 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
   for (int64_t sz : sizes) elems *= static_cast<double>(sz);
   const bool stream = out_bytes_ * elems > static_cast<double>(p.l3_bytes);
   for (TilingCandidate& c : d.candidates) c.schedule.stream_stores = stream && c.kind != TilingKind::Split;
+  // Prefetching two rows ahead into L2 when the call's full inputs exceed the last-level cache (emit_prefetch.cpp):
+  // in cache the extra prefetch per vector only costs (bf16 layer_norm 0.114 -> 0.129 ns per element, one thread).
+  const bool far = in_bytes_ * elems > static_cast<double>(p.l3_bytes);
+  for (TilingCandidate& c : d.candidates) c.schedule.prefetch_far = far;
   // Choice: the lowest estimate; another kind must beat the default rows by 5% (the model's noise floor).
   for (size_t i = 1; i < d.candidates.size(); ++i)
     if (d.candidates[i].est_ns < 0.95 * d.candidates[d.chosen].est_ns) d.chosen = i;

@@ -55,9 +55,10 @@ std::optional<TilingKind> force_tiling_kind(std::optional<TilingKind> k);
 /// The calling thread's forced candidate kind (force_tiling_kind), nullopt when the cost model decides.
 std::optional<TilingKind> forced_tiling_kind();
 
-/// Forces Schedule::stream_stores on (true) or off (false) for the calling thread's decisions (tests: the
-/// non-temporal store path on small tensors); nullopt restores the rule (full outputs larger than the last-level
-/// cache). Split candidates never stream. Returns the previous setting.
+/// Forces the launch flags of DRAM-sized calls, Schedule::stream_stores and Schedule::prefetch_far, on (true) or off
+/// (false) for the calling thread's decisions (tests: the non-temporal store and far prefetch paths on small
+/// tensors); nullopt restores the rules (full outputs, resp. full inputs, larger than the last-level cache). Split
+/// candidates never stream. Returns the previous setting.
 std::optional<bool> force_stream_stores(std::optional<bool> on);
 
 /// The calling thread's forced streaming setting (force_stream_stores), nullopt when the rule decides.

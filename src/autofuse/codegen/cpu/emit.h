@@ -36,7 +36,8 @@ struct EmitOptions {
 ///             int64_t vblock,          // elements of the vectorized axis per row, when it is kept (multiple of AF_W)
 ///             int64_t blk,             // cascade-summation block: inner iterations summed before folding
 ///             int64_t lflags);         // launch flags: AF_LF_STREAM (1) = non-temporal whole-vector output
-///                                      // stores (af_sto in af_kernel.inc; schedule.h kLaunchStreamStores)
+///                                      // stores (af_sto in af_kernel.inc; schedule.h kLaunchStreamStores),
+///                                      // AF_LF_FAR (2) = L2 prefetch two rows ahead (kLaunchPrefetchFar)
 using KernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t, int64_t);
 
 /// Whether a variant reads or writes some operand lane by lane (stride along the vector axis other than 1) in a kernel

@@ -187,22 +187,14 @@ class Emitter {
     const RowDigits digits = axis_digits(nest_.kept_axes());
     emit_odometer_start(digits, "row_begin", "rest");
     const bool pf = prefetch_next_row();
-    const RowDigits next = axis_digits(nest_.kept_axes(), "j");
-    if (pf) {
-      line("int64_t nrow = row_begin + AF_PF_AHEAD < row_end ? row_begin + AF_PF_AHEAD : row_end - 1;");
-      emit_odometer_start(next, "nrow", "nrest");
-    }
+    const RowDigits next = axis_digits(nest_.kept_axes(), "j"), far = axis_digits(nest_.kept_axes(), "h");
+    if (pf) emit_lookahead_start(next, far);
     open("for (int64_t row = row_begin; row < row_end; ++row)");
     decompose_row(nest_.kept_axes());
     if (pf) emit_next_row_offsets();
     emit_passes();
     emit_odometer_advance(digits);
-    if (pf) {
-      open("if (nrow + 1 < row_end)");
-      line("++nrow;");
-      emit_odometer_advance(next);
-      close();
-    }
+    if (pf) emit_lookahead_advance(next, far);
     close();
     if (pipelined_) close();
   }
@@ -239,92 +231,23 @@ class Emitter {
     for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) line(l);
   }
 
-  // Prefetching the next row. A multi-pass row reduction (softmax, layer norm) reads its row from DRAM in pass 1
-  // and from cache afterwards, so DRAM idles while the later passes compute. When the only reduce axis is the
-  // vector axis, one later pass prefetches the next row's inputs (one prefetch per vector of each unit-stride input
-  // that varies along the row and from row to row), overlapping that row's DRAM reads with this row's computation.
-  // The pass is the one computing the most transcendental functions (the longest), else the last one; measured on
-  // the bench's softmax and layer_norm (2026-11-29, docs/codegen.md), prefetching in every later pass was slower for
-  // layer_norm and no better for softmax.
-  bool prefetch_next_row() const {
-    const std::vector<int> ra = nest_.reduce_axes();
-    return inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_ && !prefetched_operands().empty();
-  }
-  // Outputs written along the row are prefetched for writing too (prefetchw: the next row's lines are owned before
-  // the stores, whose read-for-ownership misses otherwise serialise after the reads): softmax bf16 +5-9 points of
-  // copy bandwidth in interleaved runs at load 10 (docs/codegen.md).
-  std::vector<size_t> prefetched_operands() const {
-    std::vector<size_t> ks;
-    for (size_t k = 0; k < nest_.operands.size(); ++k) {
-      if (outer_of(k)) continue;
-      bool per_row = false;
-      for (int a : nest_.kept_axes()) per_row = per_row || op_varies(k, a);
-      if (op_varies(k, v_) && per_row && o_.unit_inner[k]) ks.push_back(k);
-    }
-    return ks;
-  }
-  void plan_prefetch() {
-    prefetch_pass_ = 0;
-    if (!prefetch_next_row()) return;
-    int best = 0;
-    prefetch_pass_ = num_passes_;
-    for (int p = 2; p <= num_passes_; ++p) {  // the first pass with the most transcendental functions, else the last
-      const std::vector<bool> need = needed_in_pass(p, true);
-      int t = 0;
-      for (size_t i = 0; i < g_.size(); ++i)
-        if (need[i] && !(is_stashed(i) && stash_pass_[i] < p) && is_transcendental(g_.node(static_cast<ValueId>(i)).op))
-          ++t;
-      if (t > best) best = t, prefetch_pass_ = p;
-    }
-  }
-  /// `pn<k>`: operand k's offset of the row AF_PF_AHEAD rows ahead (the call's last row near its end). Its indices
-  /// j<a> are a second row odometer (emit_rows_vec_reduced), started at `nrow` = min(row_begin + AF_PF_AHEAD,
-  /// row_end - 1) and advanced with the rows while nrow is before the call's last row.
-  void emit_next_row_offsets() {
-    const std::vector<int> ko = nest_.kept_axes();
-    for (size_t k : prefetched_operands()) {
-      std::string e = "0";
-      for (int a : ko)
-        if (op_varies(k, a)) e += " + j" + s(a) + " * s" + s(k) + "_" + s(a);
-      line("const int64_t pn" + s(k) + " = " + e + ";");
-    }
-  }
-  void emit_prefetches() {
-    for (size_t k : prefetched_operands()) {
-      const std::string pf = "p" + s(k) + " + pn" + s(k) + " + i" + s(v_);
-      if (static_cast<int>(k) < nest_.num_inputs)
-        line("__builtin_prefetch(" + pf + ", 0, 3);");
-      else if (streams_output(k))  // a streamed output's lines are not read for ownership: nothing to prefetch
-        line("if (!af_nt) __builtin_prefetch(" + pf + ", 1, 3);");
-      else
-        line("__builtin_prefetch(" + pf + ", 1, 3);");
-    }
-  }
+  // Prefetching rows ahead (emit_prefetch.cpp): the next row (`pn<k>`, prefetched into L1 by one later pass), the
+  // row after it (`pq<k>`, into L2, inputs only, when the launch flag AF_LF_FAR is set), outputs with prefetchw,
+  // and AF_PF_DIST ahead along the row for one-pass row reductions.
+  bool prefetch_next_row() const;
+  std::vector<size_t> prefetched_operands() const;
+  void plan_prefetch();
+  void emit_lookahead_start(const RowDigits& next, const RowDigits& far);
+  void emit_lookahead_advance(const RowDigits& next, const RowDigits& far);
+  void emit_next_row_offsets();
+  void emit_prefetches();
   // Whether operand k's unit-stride whole-vector stores follow the launch flag AF_LF_STREAM (af_sto). Not inside
   // the pipelined row loop for 16-bit outputs: there the bf16 softmax (the kernels pipelined by default) measured
   // 1.06-1.19x the time with streaming stores on Zen 5 (docs/codegen.md, session 10), its half-line (32-byte) stores
   // separated by a pass of exp; f32 outputs and the row loops gain.
   bool streams_output(size_t k) const { return !(in_pipeline_ && dtype_size(g_.node(nest_.operands[k]).dtype) == 2); }
-
-  // Prefetching ahead along the row. A one-pass row reduction (sum over the last axis) reads each row once, as one
-  // stream; its compute per byte is small but not zero (bf16: a widening load and an add per 32 bytes), and the
-  // hardware prefetcher alone left bf16 sum_last at 72-87% of copy where prefetching AF_PF_DIST (1 KiB) ahead of each
-  // vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md). Session 11 (Zen 5, fast-memory
-  // regime): AF_PF_DIST 4 KiB instead of 1 KiB, and for inputs of at most 2 bytes a prefetch only in the even
-  // vectors of the unrolled group (chain 0 and 2: at most 64 bytes apart, so every line of the stream is still
-  // prefetched; a bf16 vector is half a line): bf16 sum_last at DRAM size 0.85x the time.
-  // `chain`: the vector's position in emit_chain_group's group (0 in the single-vector loop: every vector prefetches).
-  bool prefetch_ahead() const {
-    const std::vector<int> ra = nest_.reduce_axes();
-    return inner_ && num_passes_ == 1 && ra.size() == 1 && ra[0] == v_;
-  }
-  void emit_prefetches_ahead(int chain) {
-    for (size_t k : prefetched_operands())
-      if (static_cast<int>(k) < nest_.num_inputs) {
-        if (chain % 2 == 1 && dtype_size(g_.node(nest_.operands[k]).dtype) <= 2) continue;
-        line("__builtin_prefetch((const char*)(p" + s(k) + " + " + cur_[k] + ") + AF_PF_DIST, 0, 3);");
-      }
-  }
+  bool prefetch_ahead() const;
+  void emit_prefetches_ahead(int chain);
 
   void emit_passes() {
     emit_kept(0);

@@ -1,0 +1,133 @@
+// Software prefetching of the CPU emitter's row loops (emitter.h declares these members).
+//
+// Prefetching the next row. A multi-pass row reduction (softmax, layer norm) reads its row from DRAM in pass 1
+// and from cache afterwards, so DRAM idles while the later passes compute. When the only reduce axis is the
+// vector axis, one later pass prefetches the next row's inputs (one prefetch per vector of each unit-stride input
+// that varies along the row and from row to row), overlapping that row's DRAM reads with this row's computation.
+// The pass is the one computing the most transcendental functions (the longest), else the last one; measured on
+// the bench's softmax and layer_norm (2026-11-29, docs/codegen.md), prefetching in every later pass was slower for
+// layer_norm and no better for softmax.
+//
+// Prefetching the row after it (session 12). The same pass also prefetches the inputs of the row AF_PF_FAR rows
+// ahead (default 2) into L2 only (prefetcht2, one per vector), so that the next row's L1 prefetch finds its lines
+// in L2 and the fetch from DRAM runs during the whole row, not only during the prefetching pass. Zen 5, bf16
+// layer_norm [16384, 4096], two threads, interleaved with the one-row form (docs/codegen.md, session 12): 0.85x the
+// time in the fast-memory regime; the same prefetch into L1 (prefetcht0) gained less (0.90-0.98x), a third row ahead
+// as well lost (0.91-0.94x), and next-row prefetches in passes 1 and 2 instead of the last gave nothing. Not in the
+// pipelined row loop (emit_pipeline.cpp): there bf16 softmax, compute bound, was 1.01-1.03x slower with it. Only in
+// calls whose inputs exceed the last-level cache (launch flag AF_LF_FAR, schedule.h kLaunchPrefetchFar, set by the
+// tiling function): in cache the prefetch only costs, 0.114 -> 0.129 ns per element for bf16 layer_norm on one
+// thread. -DAF_PF_FAR=0 (AUTOFUSE_EXTRA_CXXFLAGS) turns it off for A/B runs.
+#include "autofuse/codegen/cpu/emitter.h"
+
+namespace autofuse {
+namespace cpu_emit {
+
+bool Emitter::prefetch_next_row() const {
+  const std::vector<int> ra = nest_.reduce_axes();
+  return inner_ && num_passes_ >= 2 && ra.size() == 1 && ra[0] == v_ && !prefetched_operands().empty();
+}
+
+// Outputs written along the row are prefetched for writing too (prefetchw: the next row's lines are owned before
+// the stores, whose read-for-ownership misses otherwise serialise after the reads): softmax bf16 +5-9 points of
+// copy bandwidth in interleaved runs at load 10 (docs/codegen.md).
+std::vector<size_t> Emitter::prefetched_operands() const {
+  std::vector<size_t> ks;
+  for (size_t k = 0; k < nest_.operands.size(); ++k) {
+    if (outer_of(k)) continue;
+    bool per_row = false;
+    for (int a : nest_.kept_axes()) per_row = per_row || op_varies(k, a);
+    if (op_varies(k, v_) && per_row && o_.unit_inner[k]) ks.push_back(k);
+  }
+  return ks;
+}
+
+void Emitter::plan_prefetch() {
+  prefetch_pass_ = 0;
+  if (!prefetch_next_row()) return;
+  int best = 0;
+  prefetch_pass_ = num_passes_;
+  for (int p = 2; p <= num_passes_; ++p) {  // the first pass with the most transcendental functions, else the last
+    const std::vector<bool> need = needed_in_pass(p, true);
+    int t = 0;
+    for (size_t i = 0; i < g_.size(); ++i)
+      if (need[i] && !(is_stashed(i) && stash_pass_[i] < p) && is_transcendental(g_.node(static_cast<ValueId>(i)).op))
+        ++t;
+    if (t > best) best = t, prefetch_pass_ = p;
+  }
+}
+
+// Two more row odometers beside the row's own (emit_rows_vec_reduced): digits j<a> for the row `nrow` =
+// min(row_begin + AF_PF_AHEAD, row_end - 1) and h<a> for `frow` = min(row_begin + AF_PF_FAR, row_end - 1), each
+// advanced with the rows while it is before the call's last row.
+void Emitter::emit_lookahead_start(const RowDigits& next, const RowDigits& far) {
+  line("int64_t nrow = row_begin + AF_PF_AHEAD < row_end ? row_begin + AF_PF_AHEAD : row_end - 1;");
+  emit_odometer_start(next, "nrow", "nrest");
+  line("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0;  // the L2 prefetch two rows ahead");
+  line("int64_t frow = row_begin + AF_PF_FAR < row_end ? row_begin + AF_PF_FAR : row_end - 1;");
+  emit_odometer_start(far, "frow", "frest");
+}
+
+void Emitter::emit_lookahead_advance(const RowDigits& next, const RowDigits& far) {
+  const std::pair<const char*, const RowDigits*> rows[] = {{"nrow", &next}, {"frow", &far}};
+  for (const auto& [r, d] : rows) {
+    open(std::string("if (") + r + " + 1 < row_end)");
+    line(std::string("++") + r + ";");
+    emit_odometer_advance(*d);
+    close();
+  }
+}
+
+/// `pn<k>` / `pq<k>`: operand k's offset in the row nrow / frow (emit_lookahead_start).
+void Emitter::emit_next_row_offsets() {
+  const std::vector<int> ko = nest_.kept_axes();
+  for (size_t k : prefetched_operands()) {
+    std::string e = "0", f = "0";
+    for (int a : ko)
+      if (op_varies(k, a)) {
+        e += " + j" + s(a) + " * s" + s(k) + "_" + s(a);
+        f += " + h" + s(a) + " * s" + s(k) + "_" + s(a);
+      }
+    line("const int64_t pn" + s(k) + " = " + e + ";");
+    if (static_cast<int>(k) < nest_.num_inputs) line("const int64_t pq" + s(k) + " = " + f + ";");
+  }
+}
+
+void Emitter::emit_prefetches() {
+  for (size_t k : prefetched_operands()) {
+    const std::string pf = "p" + s(k) + " + pn" + s(k) + " + i" + s(v_);
+    if (static_cast<int>(k) < nest_.num_inputs) {
+      line("__builtin_prefetch(" + pf + ", 0, 3);");
+      if (!in_pipeline_)
+        line("if (af_far) __builtin_prefetch(p" + s(k) + " + pq" + s(k) + " + i" + s(v_) + ", 0, 1);");
+    } else if (streams_output(k)) {  // a streamed output's lines are not read for ownership: nothing to prefetch
+      line("if (!af_nt) __builtin_prefetch(" + pf + ", 1, 3);");
+    } else {
+      line("__builtin_prefetch(" + pf + ", 1, 3);");
+    }
+  }
+}
+
+// Prefetching ahead along the row. A one-pass row reduction (sum over the last axis) reads each row once, as one
+// stream; its compute per byte is small but not zero (bf16: a widening load and an add per 32 bytes), and the
+// hardware prefetcher alone left bf16 sum_last at 72-87% of copy where prefetching AF_PF_DIST (1 KiB) ahead of each
+// vector gave 80-99% (interleaved runs, 2026-11-29 session 4, docs/codegen.md). Session 11 (Zen 5, fast-memory
+// regime): AF_PF_DIST 4 KiB instead of 1 KiB, and for inputs of at most 2 bytes a prefetch only in the even
+// vectors of the unrolled group (chain 0 and 2: at most 64 bytes apart, so every line of the stream is still
+// prefetched; a bf16 vector is half a line): bf16 sum_last at DRAM size 0.85x the time.
+// `chain`: the vector's position in emit_chain_group's group (0 in the single-vector loop: every vector prefetches).
+bool Emitter::prefetch_ahead() const {
+  const std::vector<int> ra = nest_.reduce_axes();
+  return inner_ && num_passes_ == 1 && ra.size() == 1 && ra[0] == v_;
+}
+
+void Emitter::emit_prefetches_ahead(int chain) {
+  for (size_t k : prefetched_operands())
+    if (static_cast<int>(k) < nest_.num_inputs) {
+      if (chain % 2 == 1 && dtype_size(g_.node(nest_.operands[k]).dtype) <= 2) continue;
+      line("__builtin_prefetch((const char*)(p" + s(k) + " + " + cur_[k] + ") + AF_PF_DIST, 0, 3);");
+    }
+}
+
+}  // namespace cpu_emit
+}  // namespace autofuse
