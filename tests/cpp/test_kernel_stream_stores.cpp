@@ -225,8 +225,8 @@ TEST(KernelStreamStores, RuleStreamsOutputsLargerThanTheLastLevelCache) {
 }
 
 // The L2 prefetch two rows ahead (emit_prefetch.cpp, launch flag kLaunchPrefetchFar): on exactly when the call's full
-// inputs exceed the last-level cache, emitted in the row loop of multi-pass row kernels (not in the pipelined loop),
-// forced with the streaming stores (so BitIdenticalToOrdinaryStores runs it on small tensors too).
+// inputs exceed the last-level cache, emitted for 16-bit inputs in the row loop of multi-pass row kernels (not in the
+// pipelined loop), forced with the streaming stores (so BitIdenticalToOrdinaryStores runs it on small tensors too).
 TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
   const Graph g = parse_graph(with_dtype(kGraphs[2].text, "bf16"));  // softmax: one bf16 input per element
   const auto k = Kernel::compile(g);
@@ -259,6 +259,10 @@ TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
   EXPECT_NE(sm.find("if (af_far) __builtin_prefetch(p0 + pq0", pipe_end), std::string::npos);
   const std::string add = Kernel::compile(parse_graph(with_dtype(kGraphs[0].text, "bf16")))->source();
   EXPECT_EQ(add.find("af_far"), std::string::npos);
+  // 16-bit inputs only: an f32 layer norm keeps the one-row-ahead prefetch alone.
+  const std::string ln32 = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "f32")))->source();
+  EXPECT_EQ(ln32.find("af_far"), std::string::npos);
+  EXPECT_NE(ln32.find("__builtin_prefetch(p0 + pn0 + i1, 0, 3);"), std::string::npos);
 }
 
 }  // namespace

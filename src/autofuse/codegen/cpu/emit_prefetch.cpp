@@ -17,7 +17,9 @@
 // pipelined row loop (emit_pipeline.cpp): there bf16 softmax, compute bound, was 1.01-1.03x slower with it. Only in
 // calls whose inputs exceed the last-level cache (launch flag AF_LF_FAR, schedule.h kLaunchPrefetchFar, set by the
 // tiling function): in cache the prefetch only costs, 0.114 -> 0.129 ns per element for bf16 layer_norm on one
-// thread. -DAF_PF_FAR=0 (AUTOFUSE_EXTRA_CXXFLAGS) turns it off for A/B runs.
+// thread. Only for inputs of at most 2 bytes per element: f32 layer_norm [8192, 4096] was 1.02-1.04x slower with it
+// (three windows in the ~45 GB/s regime, where bf16 was 0.96-1.02x). -DAF_PF_FAR=0 (AUTOFUSE_EXTRA_CXXFLAGS) turns
+// it off for A/B runs.
 #include "autofuse/codegen/cpu/emitter.h"
 
 namespace autofuse {
@@ -60,9 +62,20 @@ void Emitter::plan_prefetch() {
 // Two more row odometers beside the row's own (emit_rows_vec_reduced): digits j<a> for the row `nrow` =
 // min(row_begin + AF_PF_AHEAD, row_end - 1) and h<a> for `frow` = min(row_begin + AF_PF_FAR, row_end - 1), each
 // advanced with the rows while it is before the call's last row.
+bool Emitter::prefetches_far(size_t k) const {
+  return static_cast<int>(k) < nest_.num_inputs && dtype_size(g_.node(nest_.operands[k]).dtype) <= 2;
+}
+
+bool Emitter::any_far() const {
+  for (size_t k : prefetched_operands())
+    if (prefetches_far(k)) return true;
+  return false;
+}
+
 void Emitter::emit_lookahead_start(const RowDigits& next, const RowDigits& far) {
   line("int64_t nrow = row_begin + AF_PF_AHEAD < row_end ? row_begin + AF_PF_AHEAD : row_end - 1;");
   emit_odometer_start(next, "nrow", "nrest");
+  if (!any_far()) return;
   line("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0;  // the L2 prefetch two rows ahead");
   line("int64_t frow = row_begin + AF_PF_FAR < row_end ? row_begin + AF_PF_FAR : row_end - 1;");
   emit_odometer_start(far, "frow", "frest");
@@ -71,6 +84,7 @@ void Emitter::emit_lookahead_start(const RowDigits& next, const RowDigits& far) 
 void Emitter::emit_lookahead_advance(const RowDigits& next, const RowDigits& far) {
   const std::pair<const char*, const RowDigits*> rows[] = {{"nrow", &next}, {"frow", &far}};
   for (const auto& [r, d] : rows) {
+    if (d == &far && !any_far()) break;
     open(std::string("if (") + r + " + 1 < row_end)");
     line(std::string("++") + r + ";");
     emit_odometer_advance(*d);
@@ -89,7 +103,7 @@ void Emitter::emit_next_row_offsets() {
         f += " + h" + s(a) + " * s" + s(k) + "_" + s(a);
       }
     line("const int64_t pn" + s(k) + " = " + e + ";");
-    if (static_cast<int>(k) < nest_.num_inputs) line("const int64_t pq" + s(k) + " = " + f + ";");
+    if (prefetches_far(k)) line("const int64_t pq" + s(k) + " = " + f + ";");
   }
 }
 
@@ -98,7 +112,7 @@ void Emitter::emit_prefetches() {
     const std::string pf = "p" + s(k) + " + pn" + s(k) + " + i" + s(v_);
     if (static_cast<int>(k) < nest_.num_inputs) {
       line("__builtin_prefetch(" + pf + ", 0, 3);");
-      if (!in_pipeline_)
+      if (!in_pipeline_ && prefetches_far(k))
         line("if (af_far) __builtin_prefetch(p" + s(k) + " + pq" + s(k) + " + i" + s(v_) + ", 0, 1);");
     } else if (streams_output(k)) {  // a streamed output's lines are not read for ownership: nothing to prefetch
       line("if (!af_nt) __builtin_prefetch(" + pf + ", 1, 3);");

@@ -232,11 +232,13 @@ class Emitter {
   }
 
   // Prefetching rows ahead (emit_prefetch.cpp): the next row (`pn<k>`, prefetched into L1 by one later pass), the
-  // row after it (`pq<k>`, into L2, inputs only, when the launch flag AF_LF_FAR is set), outputs with prefetchw,
+  // row after it (`pq<k>`, into L2, 16-bit inputs only, when the launch flag AF_LF_FAR is set), outputs with prefetchw,
   // and AF_PF_DIST ahead along the row for one-pass row reductions.
   bool prefetch_next_row() const;
   std::vector<size_t> prefetched_operands() const;
   void plan_prefetch();
+  bool prefetches_far(size_t k) const;  // operand k is prefetched two rows ahead (16-bit inputs)
+  bool any_far() const;
   void emit_lookahead_start(const RowDigits& next, const RowDigits& far);
   void emit_lookahead_advance(const RowDigits& next, const RowDigits& far);
   void emit_next_row_offsets();
