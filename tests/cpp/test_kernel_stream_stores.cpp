@@ -252,10 +252,14 @@ TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
   const std::string ln = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "bf16")))->source();
   EXPECT_NE(ln.find("if (af_far) __builtin_prefetch(p0 + pq0 + i1, 0, 1);"), std::string::npos) << ln;
   EXPECT_NE(ln.find("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0;"), std::string::npos);
-  const std::string sm = k->source();
-  const size_t pipe_end = sm.find("#endif");
+  const std::string sm = k->source();  // the helper header, then the kernel function
+  const size_t pipe_begin = sm.find("#ifndef AF_NO_PIPELINE_ROWS", sm.find("extern \"C\" void af_"));
+  ASSERT_NE(pipe_begin, std::string::npos);
+  const size_t pipe_end = sm.find("#endif", pipe_begin);
   ASSERT_NE(pipe_end, std::string::npos);
-  EXPECT_EQ(sm.substr(0, pipe_end).find("pq0"), std::string::npos);
+  const std::string pipelined = sm.substr(pipe_begin, pipe_end - pipe_begin);
+  EXPECT_NE(pipelined.find("af_cols"), std::string::npos);  // the pipelined loop's step body
+  EXPECT_EQ(pipelined.find("pq0"), std::string::npos);
   EXPECT_NE(sm.find("if (af_far) __builtin_prefetch(p0 + pq0", pipe_end), std::string::npos);
   const std::string add = Kernel::compile(parse_graph(with_dtype(kGraphs[0].text, "bf16")))->source();
   EXPECT_EQ(add.find("af_far"), std::string::npos);
