@@ -11,9 +11,10 @@
 // Prefetching the row after it (session 12). The same pass also prefetches the inputs of the row AF_PF_FAR rows
 // ahead (default 2) into L2 only (prefetcht2, one per vector), so that the next row's L1 prefetch finds its lines
 // in L2 and the fetch from DRAM runs during the whole row, not only during the prefetching pass. Zen 5, bf16
-// layer_norm [16384, 4096], two threads, interleaved with the one-row form (docs/codegen.md, session 12): 0.85x the
-// time in the fast-memory regime; the same prefetch into L1 (prefetcht0) gained less (0.90-0.98x), a third row ahead
-// as well lost (0.91-0.94x), and next-row prefetches in passes 1 and 2 instead of the last gave nothing. Not in the
+// layer_norm [16384, 4096], two threads, interleaved with the one-row form (docs/codegen.md, session 12): 0.80-0.84x
+// the time in the fast-memory regime; in hand-edited sources, the same prefetch into L1 (prefetcht0) gained less
+// (0.90-0.98x), a third row ahead as well lost (0.91-0.94x), and next-row prefetches in passes 1 and 2 instead of the
+// last gave nothing. Not in the
 // pipelined row loop (emit_pipeline.cpp): there bf16 softmax, compute bound, was 1.01-1.03x slower with it. Only in
 // calls whose inputs exceed the last-level cache (launch flag AF_LF_FAR, schedule.h kLaunchPrefetchFar, set by the
 // tiling function): in cache the prefetch only costs, 0.114 -> 0.129 ns per element for bf16 layer_norm on one
@@ -59,9 +60,7 @@ void Emitter::plan_prefetch() {
   }
 }
 
-// Two more row odometers beside the row's own (emit_rows_vec_reduced): digits j<a> for the row `nrow` =
-// min(row_begin + AF_PF_AHEAD, row_end - 1) and h<a> for `frow` = min(row_begin + AF_PF_FAR, row_end - 1), each
-// advanced with the rows while it is before the call's last row.
+// Whether operand k (one of prefetched_operands) is also prefetched AF_PF_FAR rows ahead: inputs of 16-bit types.
 bool Emitter::prefetches_far(size_t k) const {
   return static_cast<int>(k) < nest_.num_inputs && dtype_size(g_.node(nest_.operands[k]).dtype) <= 2;
 }
@@ -72,6 +71,9 @@ bool Emitter::any_far() const {
   return false;
 }
 
+// Two more row odometers beside the row's own (emit_rows_vec_reduced): digits j<a> for the row `nrow` =
+// min(row_begin + AF_PF_AHEAD, row_end - 1) and, when some operand prefetches far, h<a> for `frow` =
+// min(row_begin + AF_PF_FAR, row_end - 1), each advanced with the rows while it is before the call's last row.
 void Emitter::emit_lookahead_start(const RowDigits& next, const RowDigits& far) {
   line("int64_t nrow = row_begin + AF_PF_AHEAD < row_end ? row_begin + AF_PF_AHEAD : row_end - 1;");
   emit_odometer_start(next, "nrow", "nrest");
