@@ -251,7 +251,8 @@ TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
   // (on by default) does not, its row loop (the fallback for short rows) does; an elementwise kernel never.
   const std::string ln = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "bf16")))->source();
   EXPECT_NE(ln.find("if (af_far) __builtin_prefetch(p0 + pq0 + i1, 0, 1);"), std::string::npos) << ln;
-  EXPECT_NE(ln.find("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0;"), std::string::npos);
+  EXPECT_NE(ln.find("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0 && rn <= AF_PF_FAR_ROW;"),
+            std::string::npos);
   const std::string sm = k->source();  // the helper header, then the kernel function
   const size_t pipe_begin = sm.find("#ifndef AF_NO_PIPELINE_ROWS", sm.find("extern \"C\" void af_"));
   ASSERT_NE(pipe_begin, std::string::npos);

@@ -19,8 +19,9 @@
 // calls whose inputs exceed the last-level cache (launch flag AF_LF_FAR, schedule.h kLaunchPrefetchFar, set by the
 // tiling function): in cache the prefetch only costs, 0.114 -> 0.129 ns per element for bf16 layer_norm on one
 // thread. Only for inputs of at most 2 bytes per element: f32 layer_norm [8192, 4096] was 1.02-1.04x slower with it
-// (three windows in the ~45 GB/s regime, where bf16 was 0.96-1.02x). -DAF_PF_FAR=0 (AUTOFUSE_EXTRA_CXXFLAGS) turns
-// it off for A/B runs.
+// (three windows in the ~45 GB/s regime, where bf16 was 0.96-1.02x). Only for rows of at most AF_PF_FAR_ROW (8192)
+// elements: with rows of 100000 bf16 (200 KB, beyond the stash) it was 1.02-1.05x slower, and the rows it was
+// measured to pay for are 4096 long. -DAF_PF_FAR=0 (AUTOFUSE_EXTRA_CXXFLAGS) turns it off for A/B runs.
 #include "autofuse/codegen/cpu/emitter.h"
 
 namespace autofuse {
@@ -78,7 +79,7 @@ void Emitter::emit_lookahead_start(const RowDigits& next, const RowDigits& far) 
   line("int64_t nrow = row_begin + AF_PF_AHEAD < row_end ? row_begin + AF_PF_AHEAD : row_end - 1;");
   emit_odometer_start(next, "nrow", "nrest");
   if (!any_far()) return;
-  line("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0;  // the L2 prefetch two rows ahead");
+  line("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0 && rn <= AF_PF_FAR_ROW;  // two rows ahead");
   line("int64_t frow = row_begin + AF_PF_FAR < row_end ? row_begin + AF_PF_FAR : row_end - 1;");
   emit_odometer_start(far, "frow", "frest");
 }
