@@ -27,7 +27,7 @@ inline std::string with_dtype(std::string text, const std::string& dt) {
 }
 
 /// Row softmax over [s0, s1] (max, subtract, exp, sum, divide) as an IR template for with_dtype: the kernel the
-/// pipelined-row, streaming-store and row-stash tests share.
+/// kernel, pipelined-row, streaming-store and row-stash tests share.
 inline constexpr const char* kSoftmaxRowsIR = R"(graph softmax(%x: DT[s0, s1]) {
   %m = amax(%x) {axes=[1], keepdim=true}
   %d = sub(%x, %m)

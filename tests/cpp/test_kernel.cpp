@@ -60,14 +60,7 @@ void expect_matches_interpreter(const Graph& g, const std::vector<HostTensor>& i
   }
 }
 
-const char* kSoftmax = R"(graph softmax(%x: f32[s0, s1]) {
-  %m = amax(%x) {axes=[1], keepdim=true}
-  %d = sub(%x, %m)
-  %e = exp(%d)
-  %s = sum(%e) {axes=[1], keepdim=true}
-  %y = div(%e, %s)
-  return %y
-})";
+const std::string kSoftmax = kernel_testing::with_dtype(kernel_testing::kSoftmaxRowsIR, "f32");
 
 TEST(Kernel, SoftmaxServesEverySizeFromOneCompile) {
   auto k = Kernel::compile(parse_graph(kSoftmax));
