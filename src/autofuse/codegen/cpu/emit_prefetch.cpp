@@ -85,14 +85,14 @@ void Emitter::emit_lookahead_start(const RowDigits& next, const RowDigits& far) 
 }
 
 void Emitter::emit_lookahead_advance(const RowDigits& next, const RowDigits& far) {
-  const std::pair<const char*, const RowDigits*> rows[] = {{"nrow", &next}, {"frow", &far}};
-  for (const auto& [r, d] : rows) {
-    if (d == &far && !any_far()) break;
-    open(std::string("if (") + r + " + 1 < row_end)");
-    line(std::string("++") + r + ";");
-    emit_odometer_advance(*d);
+  auto advance = [&](const std::string& row, const RowDigits& digits) {
+    open("if (" + row + " + 1 < row_end)");
+    line("++" + row + ";");
+    emit_odometer_advance(digits);
     close();
-  }
+  };
+  advance("nrow", next);
+  if (any_far()) advance("frow", far);
 }
 
 /// `pn<k>` / `pq<k>`: operand k's offset in the row nrow / frow (emit_lookahead_start).
