@@ -26,8 +26,8 @@ inline std::string with_dtype(std::string text, const std::string& dt) {
   return text;
 }
 
-/// Row softmax over [s0, s1] (max, subtract, exp, sum, divide) as an IR template for with_dtype: the kernel the
-/// kernel, pipelined-row, streaming-store and row-stash tests share.
+/// Row softmax over [s0, s1] (max, subtract, exp, sum, divide) as an IR template for with_dtype, shared by the
+/// kernel, pipelined-row, streaming-store and row-stash tests.
 inline constexpr const char* kSoftmaxRowsIR = R"(graph softmax(%x: DT[s0, s1]) {
   %m = amax(%x) {axes=[1], keepdim=true}
   %d = sub(%x, %m)
