@@ -12,7 +12,12 @@ by the others. Prints the float coefficients (C hex-float literals) and the rela
 evaluated in float64 (the approximation error alone; the f32 evaluation's rounding comes on top and is measured by
 tests/cpp/test_kernel_exp.cpp over every float input).
 
-Usage: python scripts/fit_exp_poly.py [--degree 4] [--points 4000] [--halfwidth 0.34658]
+With --table N it also prints the table of the table-driven exp (session 13): 2^(j/N) for j = 0..N-1 as a pair
+of floats hi + lo (hi = 2^(j/N) rounded to float, lo = the remainder rounded to float; the pair carries ~48 bits),
+from mpmath at 40 digits. The exp in af_kernel_exp.inc uses N = 16 (one 16-lane vpermps per half) with P of degree 1
+on |s| <= ln2/32: `--degree 1 --halfwidth 0.0216608 --table 16`.
+
+Usage: python scripts/fit_exp_poly.py [--degree 4] [--points 4000] [--halfwidth 0.34658] [--table N]
 """
 import argparse
 
@@ -50,12 +55,28 @@ def to_f32(v: float) -> float:
     return float(np.float32(v))
 
 
+def print_table(n: int) -> None:
+    """Prints 2^(j/n) for j = 0..n-1 as float pairs (hi, lo), hi + lo = 2^(j/n) to ~2^-48 relative."""
+    mpmath.mp.dps = 40
+    his, los = [], []
+    for j in range(n):
+        v = mpmath.power(2, mpmath.mpf(j) / n)
+        hi = to_f32(float(v))
+        his.append(hi)
+        los.append(to_f32(float(v - mpmath.mpf(hi))))
+    print(f"2^(j/{n}) hi: " + ", ".join(f"{h.hex()}f" for h in his))
+    print(f"2^(j/{n}) lo: " + ", ".join(f"{v.hex()}f" for v in los))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--degree", type=int, default=4, help="degree of P (the whole polynomial has degree + 2)")
     ap.add_argument("--points", type=int, default=4000, help="Chebyshev points on the interval")
     ap.add_argument("--halfwidth", type=float, default=0.34658, help="fit on [-h, h] (ln2/2 = 0.346574)")
+    ap.add_argument("--table", type=int, default=0, help="also print 2^(j/N), j < N, as float pairs hi + lo")
     args = ap.parse_args()
+    if args.table:
+        print_table(args.table)
 
     k = np.arange(args.points)
     s = args.halfwidth * np.cos(np.pi * (k + 0.5) / args.points)

@@ -1,8 +1,9 @@
 // The software-pipelined row loop of multi-pass row kernels (codegen/cpu/emit_pipeline.cpp; on by default for
 // softmax-like kernels, else with -DAF_PIPELINE_ROWS): it must give the same bits as the row-by-row loop (the same
 // source built with -DAF_NO_PIPELINE_ROWS) for
-// every row length around the vector, chain-group and cascade-block boundaries, 1, 2, 3 and 7 rows (rows split over
-// the threads, so each thread's pipeline has its own prologue and epilogue), NaN / +inf / -inf / all -inf rows,
+// every row length around the vector, chain-group and cascade-block boundaries, 1, 2, 3, 7 and 9 rows (rows split over
+// the threads, so each thread's pipeline has its own prologue and epilogue), NaN / +inf / -inf / all -inf rows, rows
+// whose exp(x - max) falls below 2^-60 (softmax's row flag off) or stays above it,
 // f32 / bf16 / f16, rows with a gap between them, 0-size tensors, and graphs with per-row outputs and
 // two or three passes. AF_PIPE_MIN=1 makes every row take the pipelined loop.
 #include <gtest/gtest.h>
@@ -145,18 +146,23 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
         piped = Kernel::compile(g);
       }
       for (int64_t d : kLengths)
-        for (int64_t rows : {1, 2, 3, 7})
+        for (int64_t rows : {1, 2, 3, 7, 9})
           for (Layout l : {Layout::Contiguous, Layout::Gapped}) {
             std::mt19937_64 rng(static_cast<uint64_t>(d * 131 + rows * 7 + static_cast<int>(l)));
             std::vector<HostTensor> in;
             in.push_back(make_tensor(float_dtype_of(dt), {rows, d}, l, rng));
             kernel_testing::fill_random(in[0], rng, false);
-            if (rows == 7) {  // special rows, each special at a different column
+            if (rows >= 7) {  // special rows, each special at a different column
               in[0].set_double({1, (d * 5 + 3) % d}, kNaN);
               in[0].set_double({2, (d * 3 + 1) % d}, kInf);
               in[0].set_double({3, (d * 7 + 2) % d}, -kInf);
               for (int64_t c = 0; c < d; ++c) in[0].set_double({4, c}, -kInf);
               in[0].set_double({5, d - 1}, kNaN);
+            }
+            if (rows == 9) {  // softmax's row flag (row_flag_sums): one row below -41.5 of its max, one just above
+              in[0].set_double({0, (d * 2 + 5) % d}, -60.0);
+              in[0].set_double({0, (d * 6 + 1) % d}, -95.0);  // a subnormal numerator
+              in[0].set_double({6, (d * 4 + 3) % d}, -36.0);
             }
             for (int e = 0; e < pg.extra_inputs; ++e) {
               in.push_back(make_tensor(float_dtype_of(dt), {d}, Layout::Contiguous, rng));
@@ -190,6 +196,37 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
       }
     }
   }
+}
+
+// Softmax's row flag (row_flag_sums, session 13): the pipelined loop's fast copy drops the division's per-vector range
+// test on rows whose exp(x - max) is 0 or >= 2^-60. Rows whose quotients are subnormal (where the reciprocal form is
+// not the IEEE quotient: ~0.2% of such pairs differ) must take the tested path; rows with -inf (a causal mask: exp
+// gives 0) may take the fast one. f32, so every bit of the quotient shows; checked to fail with the flag's bound
+// (af_row_unit_ok) at -128 instead of -41.5.
+TEST(KernelPipeline, SoftmaxRowFlagKeepsTheRangeTestWhereNeeded) {
+  const Graph g = parse_graph(with_dtype(kernel_testing::kSoftmaxRowsIR, "f32"));
+  std::shared_ptr<Kernel> plain, piped;
+  {
+    ScopedCxxFlags flags("-DAF_NO_PIPELINE_ROWS");
+    plain = Kernel::compile(g);
+  }
+  {
+    ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1");
+    piped = Kernel::compile(g);
+  }
+  if (piped->source().find("af_div_rcp_row(") == std::string::npos) GTEST_SKIP() << "no AVX-512: no row flag";
+  const int64_t rows = 9, d = 4099;
+  std::mt19937_64 rng(41);
+  std::vector<HostTensor> in{make_tensor(DType::Float32, {rows, d}, Layout::Contiguous, rng)};
+  kernel_testing::fill_random(in[0], rng, false);
+  std::uniform_real_distribution<double> top(-1.0, 0.0), low(-90.0, -80.0);
+  for (int64_t r = 1; r < rows; r += 3)  // rows 1, 4, 7: a max of 0, 49 values near it, the rest 80-90 below
+    for (int64_t c = 0; c < d; ++c) in[0].set_double({r, c}, c == 0 ? 0.0 : c < 50 ? top(rng) : low(rng));
+  for (int64_t r = 2; r < rows; r += 3)  // rows 2, 5, 8: causal-mask-like, -inf after column 100 * r
+    for (int64_t c = 100 * r; c < d; ++c) in[0].set_double({r, c}, -kInf);
+  auto want = run_kernel(*plain, in);
+  auto got = run_kernel(*piped, in);
+  EXPECT_EQ(bit_difference(got[0], want[0]), "");
 }
 
 TEST(KernelPipeline, NotPlannedWhereItCannotCarryTheState) {

@@ -105,6 +105,13 @@ enum class ValueBound : uint8_t {
 /// Used to drop exp's clamp (af_exp_nonpos) and to check a softmax numerator's range with one compare
 /// (af_div_rcp_unit); both give the same bits as the general helpers on such values.
 std::vector<ValueBound> softmax_value_bounds(const Graph& g);
+/// Per value of g: for an exp e of a NonPositive value (bounds[e] == Unit) that a div node divides by s = sum(e) (a
+/// row sum of e itself whose reciprocal the emitter computes: rcp[s]), that s; -1 otherwise. In the pipelined row
+/// loop (emit_pipeline.cpp) the emitter then keeps a per-row flag for s: the pass summing e computes it with
+/// af_exp_nonpos_m (a running maximum over its arguments' bits), the flag is "every e is 0 or >= 2^-60, and s is in
+/// range", and the steady steps run a copy of the column loop in which e / s is af_div_rcp_row without the range test
+/// of af_div_rcp_unit when the flags of the rows being divided are set (session 13; the same quotients).
+std::vector<ValueId> row_flag_sums(const Graph& g, const std::vector<bool>& rcp, const std::vector<ValueBound>& bounds);
 
 // ---- per-op pieces (emit_ops.cpp) ----
 /// Whether a reduction op over inputs of dtype `in` sums floats in a cascade (f32 block partials folded into f64).

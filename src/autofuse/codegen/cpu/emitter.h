@@ -60,6 +60,10 @@ class Emitter {
     store_rounds_ = casts_rounded_by_store(g, nest, o);
     bounds_ = softmax_value_bounds(g);
     plan_pipeline();
+    if (pipelined_ && o.lanes == 16) flag_sum_ = row_flag_sums(g, rcp_, bounds_);
+    flag_of_sum_.assign(g.size(), false);
+    for (ValueId sv : flag_sum_)
+      if (sv >= 0) flag_of_sum_[static_cast<size_t>(sv)] = true;
   }
 
   std::string run() {
@@ -407,6 +411,7 @@ class Emitter {
   void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
                       bool cascade, bool tail, const std::string& rl, bool stash_mode, int chain) {
     nrm_.clear();  // a flag x<id>_nrm exists only in the body that computes x<id>
+    body_pass_ = p;
     if (!tail && p == prefetch_pass_ && !in_pipeline_) emit_prefetches();
     if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead(chain);
     for (size_t i = 0; i < g_.size(); ++i) {
@@ -425,6 +430,7 @@ class Emitter {
     for (ValueId outv : g_.outputs())
       if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
     nrm_.clear();
+    body_pass_ = 0;
   }
 
   /// Accumulate reduction id's input into its accumulator: `chain` (0 .. kRowChains - 1) picks one of the
@@ -565,12 +571,14 @@ class Emitter {
       const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
       const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
       e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
+      if (in_pipeline_) use_row_flags(id, nd, args, e);
       if (store_rounds_[static_cast<size_t>(id)] == StoreRounds::Copy && nrm_.count(nd.inputs[0])) {  // x * 1 == x
         line("const bool " + var + "_nrm = " + args[0] + "_nrm;");
         nrm_.insert(id);
       }
       // Flags a normal quotient for a bf16 store (af_sto): its own, or that of a cast its store rounds.
-      if (e.rfind("af_div_rcp_unit(", 0) == 0 && (nd.dtype == DType::BFloat16 || feeds_bf16_store(id))) {
+      if ((e.rfind("af_div_rcp_unit(", 0) == 0 || e.rfind("af_div_rcp_row(", 0) == 0) &&
+          (nd.dtype == DType::BFloat16 || feeds_bf16_store(id))) {
         line("bool " + var + "_nrm;");
         e.insert(e.size() - 1, ", " + var + "_nrm");
         nrm_.insert(id);
@@ -580,6 +588,34 @@ class Emitter {
     // A per-row divisor's lanes are all equal: one scalar division (vdivps on a splat was ~10% of a short softmax).
     if (!rcp_.empty() && rcp_[static_cast<size_t>(id)])
       line("const vec<float> " + var + "_r = af_splat<float>(1.0f / " + var + "[0]);");
+    if (in_pipeline_ && flag_of_sum_[static_cast<size_t>(id)])  // the row flag (row_flag_sums)
+      line("const bool " + var + "_ok = af_row_unit_ok(rf" + s(static_cast<int64_t>(id)) + ") && af_rcp_row_ok(" + var +
+           "[0]);");
+  }
+
+  /// In the pipelined row loop, rewrites expression `e` of node nd = value id (inputs named by args) for the row flags
+  /// of row_flag_sums: an exp e computed in the pass accumulating its sum s folds its argument into rf<s>
+  /// (af_exp_nonpos_m); a division e / s becomes af_div_rcp_row with the column loop's `af_fast` (emit_pipeline.cpp).
+  /// Throws std::logic_error if the expected call is not in `e`.
+  void use_row_flags(ValueId id, const Node& nd, const std::vector<std::string>& args, std::string& e) const {
+    if (flag_sum_.empty()) return;
+    auto replace = [&](const std::string& from, const std::string& to) {
+      const size_t at = e.find(from);
+      if (at == std::string::npos) throw std::logic_error("emitter: row flag: no " + from + " in " + e);
+      e.replace(at, from.size(), to);
+    };
+    if (nd.op == OpKind::Exp) {
+      const ValueId sv = flag_sum_[static_cast<size_t>(id)];
+      if (sv < 0 || body_pass_ == 0) return;
+      for (auto& [acc, mp] : accumulating(body_pass_))
+        if (acc == sv && !mp)
+          return replace("af_exp_nonpos(" + args[0] + ")",
+                         "af_exp_nonpos_m(" + args[0] + ", rf" + s(static_cast<int64_t>(sv)) + ")");
+    } else if (nd.op == OpKind::Div && nd.inputs.size() == 2 &&
+               flag_sum_[static_cast<size_t>(nd.inputs[0])] == nd.inputs[1]) {
+      replace("af_div_rcp_unit(" + args[0] + ", " + args[1] + ", " + args[1] + "_r)",
+              "af_div_rcp_row(" + args[0] + ", " + args[1] + ", " + args[1] + "_r, af_fast)");
+    }
   }
 
   void emit_stores(ValueId id);  // emit_rows.cpp
@@ -604,6 +640,10 @@ class Emitter {
   std::vector<bool> nonan_max_;  // per value: a row amax whose accumulator may ignore NaN (af_max_nonan)
   std::vector<StoreRounds> store_rounds_;  // per value: casts_rounded_by_store's finding
   std::vector<ValueBound> bounds_;         // per value: its proven sign or range (softmax_value_bounds)
+  std::vector<ValueId> flag_sum_;          // per exp value: the sum whose row flag it feeds (row_flag_sums), or -1;
+                                           // empty unless the pipelined loop is emitted for AVX-512
+  std::vector<bool> flag_of_sum_;          // per value: a sum with a row flag (running maximum rf<id>, flag x<id>_ok)
+  int body_pass_ = 0;                      // the pass whose per-vector body is being emitted (0: none)
   bool pipelined_ = false;                 // a pipelined row loop is emitted (plan_pipeline)
   bool in_pipeline_ = false;               // emitting it now (the passes' own next-row prefetches are off)
   std::vector<int> carry_until_;           // per kept value of stage >= 1: the last pass that reads it (0: not carried)

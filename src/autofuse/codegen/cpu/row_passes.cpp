@@ -209,4 +209,20 @@ std::vector<ValueBound> softmax_value_bounds(const Graph& g) {
   return out;
 }
 
+std::vector<ValueId> row_flag_sums(const Graph& g, const std::vector<bool>& rcp,
+                                   const std::vector<ValueBound>& bounds) {
+  std::vector<ValueId> out(g.size(), -1);
+  if (rcp.empty()) return out;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(static_cast<ValueId>(i));
+    if (n.op != OpKind::Div || n.inputs.size() != 2) continue;
+    const ValueId e = n.inputs[0], sv = n.inputs[1];
+    if (bounds[static_cast<size_t>(e)] != ValueBound::Unit || !rcp[static_cast<size_t>(sv)]) continue;
+    const Node& sn = g.node(sv);
+    if (sn.op == OpKind::Sum && sn.inputs.size() == 1 && sn.inputs[0] == e && out[static_cast<size_t>(e)] < 0)
+      out[static_cast<size_t>(e)] = sv;
+  }
+  return out;
+}
+
 }  // namespace autofuse
