@@ -588,16 +588,20 @@ class Emitter {
     // A per-row divisor's lanes are all equal: one scalar division (vdivps on a splat was ~10% of a short softmax).
     if (!rcp_.empty() && rcp_[static_cast<size_t>(id)])
       line("const vec<float> " + var + "_r = af_splat<float>(1.0f / " + var + "[0]);");
-    if (in_pipeline_ && flag_of_sum_[static_cast<size_t>(id)])  // the row flag (row_flag_sums)
-      line("const bool " + var + "_ok = af_row_unit_ok(rf" + s(static_cast<int64_t>(id)) + ") && af_rcp_row_ok(" + var +
-           "[0]);");
+    // The row flag (row_flag_sums): false unless every exp of this pass folded its argument into rf<id> (rf starts
+    // at 0, which would pass).
+    if (in_pipeline_ && flag_of_sum_[static_cast<size_t>(id)])
+      line("const bool " + var + "_ok = " +
+           (wired_.count(id) ? "af_row_unit_ok(rf" + s(static_cast<int64_t>(id)) + ") && af_rcp_row_ok(" + var + "[0])"
+                             : std::string("false")) +
+           ";");
   }
 
   /// In the pipelined row loop, rewrites expression `e` of node nd = value id (inputs named by args) for the row flags
   /// of row_flag_sums: an exp e computed in the pass accumulating its sum s folds its argument into rf<s>
   /// (af_exp_nonpos_m); a division e / s becomes af_div_rcp_row with the column loop's `af_fast` (emit_pipeline.cpp).
   /// Throws std::logic_error if the expected call is not in `e`.
-  void use_row_flags(ValueId id, const Node& nd, const std::vector<std::string>& args, std::string& e) const {
+  void use_row_flags(ValueId id, const Node& nd, const std::vector<std::string>& args, std::string& e) {
     if (flag_sum_.empty()) return;
     auto replace = [&](const std::string& from, const std::string& to) {
       const size_t at = e.find(from);
@@ -608,9 +612,12 @@ class Emitter {
       const ValueId sv = flag_sum_[static_cast<size_t>(id)];
       if (sv < 0 || body_pass_ == 0) return;
       for (auto& [acc, mp] : accumulating(body_pass_))
-        if (acc == sv && !mp)
-          return replace("af_exp_nonpos(" + args[0] + ")",
-                         "af_exp_nonpos_m(" + args[0] + ", rf" + s(static_cast<int64_t>(sv)) + ")");
+        if (acc == sv && !mp) {
+          replace("af_exp_nonpos(" + args[0] + ")",
+                  "af_exp_nonpos_m(" + args[0] + ", rf" + s(static_cast<int64_t>(sv)) + ")");
+          wired_.insert(sv);
+          return;
+        }
     } else if (nd.op == OpKind::Div && nd.inputs.size() == 2 &&
                flag_sum_[static_cast<size_t>(nd.inputs[0])] == nd.inputs[1]) {
       replace("af_div_rcp_unit(" + args[0] + ", " + args[1] + ", " + args[1] + "_r)",
@@ -644,6 +651,7 @@ class Emitter {
                                            // empty unless the pipelined loop is emitted for AVX-512
   std::vector<bool> flag_of_sum_;          // per value: a sum with a row flag (running maximum rf<id>, flag x<id>_ok)
   int body_pass_ = 0;                      // the pass whose per-vector body is being emitted (0: none)
+  std::set<ValueId> wired_;                // flagged sums whose exp updates rf<id> in the pass summing it
   bool pipelined_ = false;                 // a pipelined row loop is emitted (plan_pipeline)
   bool in_pipeline_ = false;               // emitting it now (the passes' own next-row prefetches are off)
   std::vector<int> carry_until_;           // per kept value of stage >= 1: the last pass that reads it (0: not carried)
