@@ -198,35 +198,45 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
   }
 }
 
-// Softmax's row flag (row_flag_sums, session 13): the pipelined loop's fast copy drops the division's per-vector range
-// test on rows whose exp(x - max) is 0 or >= 2^-60. Rows whose quotients are subnormal (where the reciprocal form is
-// not the IEEE quotient: ~0.2% of such pairs differ) must take the tested path; rows with -inf (a causal mask: exp
-// gives 0) may take the fast one. f32, so every bit of the quotient shows; checked to fail with the flag's bound
+// Softmax's row flag (row_flag_sums, session 13): the pipelined loop's steady steps on flagged rows drop the
+// division's per-vector range test where exp(x - max) is 0 or >= 2^-60. Rows whose quotients are subnormal (where the
+// reciprocal form is not the IEEE quotient: ~0.2% of such pairs differ) must take the tested path; rows with -inf (a
+// causal mask: exp gives 0) may take the fast one. The pipelined loop with and without flags (-DAF_NO_ROW_FLAG)
+// against the row loop, bit for bit; f32 shows every bit of the quotient. Checked to fail with the flag's bound
 // (af_row_unit_ok) at -128 instead of -41.5.
 TEST(KernelPipeline, SoftmaxRowFlagKeepsTheRangeTestWhereNeeded) {
-  const Graph g = parse_graph(with_dtype(kernel_testing::kSoftmaxRowsIR, "f32"));
-  std::shared_ptr<Kernel> plain, piped;
-  {
-    ScopedCxxFlags flags("-DAF_NO_PIPELINE_ROWS");
-    plain = Kernel::compile(g);
+  for (const std::string dt : {"f32", "bf16"}) {
+    const Graph g = parse_graph(with_dtype(kernel_testing::kSoftmaxRowsIR, dt));
+    std::shared_ptr<Kernel> plain, piped, unflagged;
+    {
+      ScopedCxxFlags flags("-DAF_NO_PIPELINE_ROWS");
+      plain = Kernel::compile(g);
+    }
+    {
+      ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1");
+      piped = Kernel::compile(g);
+    }
+    {
+      ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1 -DAF_NO_ROW_FLAG");
+      unflagged = Kernel::compile(g);
+    }
+    if (piped->source().find("af_div_rcp_row(") == std::string::npos) GTEST_SKIP() << "no AVX-512: no row flag";
+    for (int64_t d : {1025, 4099}) {
+      const int64_t nrows = 9;
+      std::mt19937_64 rng(41 + static_cast<uint64_t>(d));
+      std::vector<HostTensor> in{make_tensor(float_dtype_of(dt), {nrows, d}, Layout::Contiguous, rng)};
+      kernel_testing::fill_random(in[0], rng, false);
+      std::uniform_real_distribution<double> top(-1.0, 0.0), low(-90.0, -80.0);
+      for (int64_t r = 1; r < nrows; r += 3)  // rows 1, 4, 7: a max of 0, 49 values near it, the rest 80-90 below
+        for (int64_t c = 0; c < d; ++c) in[0].set_double({r, c}, c == 0 ? 0.0 : c < 50 ? top(rng) : low(rng));
+      for (int64_t r = 2; r < nrows; r += 3)  // rows 2, 5, 8: causal-mask-like, -inf after column 100 * r
+        for (int64_t c = 100 * r; c < d; ++c) in[0].set_double({r, c}, -kInf);
+      const std::string what = dt + " d=" + std::to_string(d);
+      auto want = run_kernel(*plain, in);
+      EXPECT_EQ(bit_difference(run_kernel(*piped, in)[0], want[0]), "") << what << " with row flags";
+      EXPECT_EQ(bit_difference(run_kernel(*unflagged, in)[0], want[0]), "") << what << " without";
+    }
   }
-  {
-    ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1");
-    piped = Kernel::compile(g);
-  }
-  if (piped->source().find("af_div_rcp_row(") == std::string::npos) GTEST_SKIP() << "no AVX-512: no row flag";
-  const int64_t rows = 9, d = 4099;
-  std::mt19937_64 rng(41);
-  std::vector<HostTensor> in{make_tensor(DType::Float32, {rows, d}, Layout::Contiguous, rng)};
-  kernel_testing::fill_random(in[0], rng, false);
-  std::uniform_real_distribution<double> top(-1.0, 0.0), low(-90.0, -80.0);
-  for (int64_t r = 1; r < rows; r += 3)  // rows 1, 4, 7: a max of 0, 49 values near it, the rest 80-90 below
-    for (int64_t c = 0; c < d; ++c) in[0].set_double({r, c}, c == 0 ? 0.0 : c < 50 ? top(rng) : low(rng));
-  for (int64_t r = 2; r < rows; r += 3)  // rows 2, 5, 8: causal-mask-like, -inf after column 100 * r
-    for (int64_t c = 100 * r; c < d; ++c) in[0].set_double({r, c}, -kInf);
-  auto want = run_kernel(*plain, in);
-  auto got = run_kernel(*piped, in);
-  EXPECT_EQ(bit_difference(got[0], want[0]), "");
 }
 
 TEST(KernelPipeline, NotPlannedWhereItCannotCarryTheState) {
