@@ -114,7 +114,6 @@ void Emitter::emit_pipe_carried_loads(int p) {
     const std::string id = s(v), ct = compute_ctype(g_.node(static_cast<ValueId>(v)).dtype);
     line("const vec<" + ct + "> x" + id + " = kx" + id + "_" + s(p) + ";");
     if (!rcp_.empty() && rcp_[v]) line("const vec<float> x" + id + "_r = kx" + id + "_r_" + s(p) + ";");
-    if (flag_of_sum_[v]) line("const bool x" + id + "_ok = kx" + id + "_ok_" + s(p) + "; (void)x" + id + "_ok;");
   }
 }
 
