@@ -249,6 +249,31 @@ TEST(Kernel, IntegerSemantics) {
   expect_matches_interpreter(g, {a, b, c, d}, 0.0);
 }
 
+// A NaN clamp bound makes every element NaN, in eager and in the interpreter; the kernel's compares alone would
+// ignore it (found by review, session 14). Other bounds, -inf/+inf ones included, leave non-NaN elements finite.
+TEST(Kernel, ClampWithANaNBoundIsNaNEverywhere) {
+  for (const char* attrs : {"{min=nan}", "{max=nan}", "{min=nan, max=1.0}", "{min=-1.0, max=nan}"}) {
+    for (const char* dt : {"f32", "bf16", "f64"}) {
+      Graph g =
+          parse_graph(std::string("graph c(%x: ") + dt + "[s0]) {\n  %y = clamp(%x) " + attrs + "\n  return %y\n}");
+      HostTensor x = filled(dt == std::string("f32")    ? DType::Float32
+                            : dt == std::string("bf16") ? DType::BFloat16
+                                                        : DType::Float64,
+                            {19}, {-3, -0.0, 0.0, 2.5, kInf, -kInf, kNaN, 1, 7, -7, 0.25, 3, 4, 5, 6, 8, 9, 10, 11});
+      auto got = run_kernel(*Kernel::compile(g), {x});
+      for (int64_t i = 0; i < 19; ++i)
+        EXPECT_TRUE(std::isnan(got[0].get_double({i}))) << attrs << " " << dt << " " << i;
+      expect_matches_interpreter(g, {x}, 0.0);
+    }
+  }
+  Graph g = parse_graph("graph c(%x: f32[s0]) {\n  %y = clamp(%x) {min=-inf, max=inf}\n  return %y\n}");
+  HostTensor x = filled(DType::Float32, {4}, {-3, kInf, -kInf, 1});
+  auto got = run_kernel(*Kernel::compile(g), {x});
+  EXPECT_EQ(got[0].get_double({1}), kInf);
+  EXPECT_EQ(got[0].get_double({2}), -kInf);
+  expect_matches_interpreter(g, {x}, 0.0);
+}
+
 TEST(Kernel, StridedExpandedTransposedInputsAndStridedOutputs) {
   Graph g = parse_graph(R"(graph e(%x: f32[s0, s1], %y: f32[s0, s1], %z: f32[s1]) {
     %a = add(%x, %y)
