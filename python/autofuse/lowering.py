@@ -41,6 +41,21 @@ class Unsupported(Exception):
     """Raised by a lowering function when it cannot lower a node; the message is the fallback reason."""
 
 
+def check_int_scalar_fits(value, dtype: torch.dtype, what: str) -> None:
+    """Raise Unsupported when ``value``, a Python int, is outside the integer ``dtype``'s range.
+
+    For the ops whose scalar eager converts to the tensor's dtype with a range check (clamp bounds, fill values,
+    where/masked_fill scalars), eager raises ``RuntimeError: value cannot be converted to type int without
+    overflow``; a kernel would wrap the value silently, so the op stays with ATen, which raises that error. (add,
+    mul, comparisons and bitwise ops take out-of-range scalars without a check in eager; they wrap alike here.)
+    Floats, bools, float dtypes and bool do nothing."""
+    if isinstance(value, bool) or not isinstance(value, int) or dtype.is_floating_point or dtype == torch.bool:
+        return
+    info = torch.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise Unsupported(f"{what} {value} does not fit {dtype} (eager raises an overflow error)")
+
+
 @dataclass
 class LNode:
     """One IR node. ``op`` is the IR op name; ``inputs`` index LoweredGraph.nodes; ``shape`` holds ints and sympy

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .lowering import DTYPE_TO_IR, LOWERINGS, Lowerer, Unsupported, register
+from .lowering import DTYPE_TO_IR, LOWERINGS, Lowerer, Unsupported, check_int_scalar_fits, register
 from .lowering_shapes import as_size
 
 aten = torch.ops.aten
@@ -82,6 +82,7 @@ def _fill_value(dt: torch.dtype, v):
         raise Unsupported("non-constant fill value")
     if dt == torch.bool:
         return int(bool(v))
+    check_int_scalar_fits(v, dt, "fill value")
     return float(v) if dt.is_floating_point else int(v)
 
 

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .lowering import Lowerer, Unsupported, register
+from .lowering import Lowerer, Unsupported, check_int_scalar_fits, register
 from .lowering_shapes import broadcast_sizes
 
 aten = torch.ops.aten
@@ -120,6 +120,9 @@ def _check_integer_divisor(dt: torch.dtype, divisor) -> None:
     division by a tensor (which may hold a zero) stays with ATen. A nonzero Python-scalar divisor is lowered."""
     if dt.is_floating_point:
         return
+    if isinstance(divisor, int) and not isinstance(divisor, bool) and divisor % (1 << (8 * dt.itemsize)) == 0:
+        # eager converts the scalar to the dtype without a range check: 2**32 on int32 is a zero divisor there too
+        raise Unsupported(f"integer division on {dt} by {divisor}, 0 in {dt} (eager raises ZeroDivisionError)")
     if isinstance(divisor, (int, float)) and not isinstance(divisor, bool) and divisor != 0:
         return
     raise Unsupported(f"integer division on {dt} by a tensor or zero (eager raises ZeroDivisionError on a zero divisor)")
@@ -259,11 +262,16 @@ def _pow(L: Lowerer, node) -> int:
             return _op(L, "mul", [x, x])
         if b == 3:
             return _op(L, "mul", [_op(L, "mul", [x, x]), x])
-        if dt.is_floating_point:
+        if not dt.is_floating_point and b < 0:
+            raise Unsupported("integer tensor to a negative integer power (eager raises)")
+        # eager's float16 kernel calls std::pow for +-0.5 (pow(-inf, 0.5) = +inf, pow(-0.0, -0.5) = +inf), the other
+        # dtypes sqrt / rsqrt (NaN, -inf): follow each
+        if dt.is_floating_point and dt != torch.float16:
             if b == 0.5:
                 return _op(L, "sqrt", [x])
             if b == -0.5:
                 return _op(L, "rsqrt", [x])
+        if dt.is_floating_point:
             if b == -1:
                 return _op(L, "reciprocal", [x])
             if b == -2:
@@ -277,6 +285,8 @@ def _pow(L: Lowerer, node) -> int:
 def _where(L: Lowerer, node) -> int:
     cond, a, b = node.args
     dt = _out_dtype(node)
+    for v in (a, b):
+        check_int_scalar_fits(v, dt, "where scalar")
     c = L.cast(L.value(cond), torch.bool)
     return _op(L, "where", [c, L.operand(a, dt), L.operand(b, dt)], dtype=dt)
 
@@ -285,6 +295,7 @@ def _where(L: Lowerer, node) -> int:
 def _masked_fill(L: Lowerer, node) -> int:
     x, mask, value = node.args
     dt = _out_dtype(node)
+    check_int_scalar_fits(value, dt, "masked_fill value")
     c = L.cast(L.value(mask), torch.bool)
     return _op(L, "where", [c, L.operand(value, dt), L.operand(x, dt)], dtype=dt)
 
@@ -309,6 +320,7 @@ def _clamp(L: Lowerer, node) -> int:
             continue
         if not isinstance(bound, (int, float)) or isinstance(bound, bool):
             raise Unsupported("non-constant clamp bound")
+        check_int_scalar_fits(bound, dt, f"clamp {key}")
         attrs[key] = float(bound) if dt.is_floating_point else int(bound)
     if not attrs:
         return x
