@@ -212,12 +212,15 @@ def test_unspecialized_float_constants_are_not_served_stale(tmp_path, monkeypatc
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     monkeypatch.setenv("AUTOFUSE_CACHE_DIR", str(tmp_path / "autofuse"))
     monkeypatch.setenv("AUTOFUSE_AOT_CACHE", "1")  # tests/conftest.py turns it off for the suite
-    monkeypatch.setattr(torch._dynamo.config, "specialize_float", False)  # torch 2.13's default
     assert aot_cache.enabled()
+    # torch 2.13's default; config.patch restores it (monkeypatch.setattr on torch's config module deletes the
+    # entry on undo, breaking every later compile in the process)
+    with torch._dynamo.config.patch(specialize_float=False):
+        torch._dynamo.reset()
+        x = torch.tensor([-2.0, -1.0, 0.0, 1.0, 2.0])
+        f = lambda x, s: torch.clamp(x, min=s) + s * x  # noqa: E731
+        cf = torch.compile(f, backend="autofuse", dynamic=True)
+        for s in [0.5, -0.3, 2.0, 0.5]:
+            torch.testing.assert_close(cf(x, s), f(x, s), msg=lambda m: f"s={s}: {m}")
     torch._dynamo.reset()
-    x = torch.tensor([-2.0, -1.0, 0.0, 1.0, 2.0])
-    f = lambda x, s: torch.clamp(x, min=s) + s * x  # noqa: E731
-    cf = torch.compile(f, backend="autofuse", dynamic=True)
-    for s in [0.5, -0.3, 2.0, 0.5]:
-        torch.testing.assert_close(cf(x, s), f(x, s), msg=lambda m: f"s={s}: {m}")
-    torch._dynamo.reset()
+    assert hasattr(torch._dynamo.config, "specialize_float")
