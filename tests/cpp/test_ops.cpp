@@ -184,6 +184,13 @@ TEST(Ops, Sources) {
   EXPECT_EQ(i.shape, (Shape{s0 + 1}));
   EXPECT_EQ(infer_error(OpKind::Iota, {}, {{"length", s0}, {"start", int64_t{0}}, {"dtype", DType::Int32}}),
             "iota: missing attribute 'step' (int)");
+  // A negative constant length is refused like a negative size in full's shape (the session-15 review: it verified).
+  EXPECT_EQ(infer_error(OpKind::Iota, {},
+                        {{"length", Expr(-5)}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}),
+            "iota: negative size -5 in shape [-5] (attribute 'length')");
+  EXPECT_EQ(infer_error(OpKind::Iota, {},
+                        {{"length", Expr(0)}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}),
+            "ok");
 }
 
 TEST(Ops, Extern) {

@@ -308,6 +308,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
       break;
     case ShapeRule::IotaShape:
       shape = {attr_expr(attrs, "length")};
+      if (auto c = shape[0].as_const(); c && *c < 0)
+        fail(op, "negative size " + shape[0].str() + " in shape " + shape_str(shape) + " (attribute 'length')");
       break;
     case ShapeRule::Broadcast:
       shape = in[0].shape;
