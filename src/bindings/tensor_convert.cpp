@@ -32,7 +32,35 @@ bool import_array(nb::handle obj, Array& out, nb::object& detached) {
   return false;
 }
 
-// Why obj could not be imported: a GPU tensor, or not an array.
+// What numpy's DLPack export refuses in obj, a numpy.ndarray: a dtype it has no DLPack code for (object, str,
+// datetime, structured), a non-native byte order, or a byte stride that is not a whole number of items. "" when obj
+// is not an ndarray (numpy is never imported here) or none of these applies.
+std::string numpy_import_problem(nb::handle obj) {
+  PyObject* np = PyImport_GetModule(nb::str("numpy").ptr());
+  if (np == nullptr) {
+    if (PyErr_Occurred()) PyErr_Clear();
+    return "";
+  }
+  nb::object mod = nb::steal(np);
+  if (!nb::isinstance(obj, mod.attr("ndarray"))) return "";
+  nb::object dt = obj.attr("dtype");
+  const std::string dts = py_str(dt), kind = py_str(dt.attr("kind"));
+  if (kind.size() != 1 || std::string("biufc").find(kind[0]) == std::string::npos)
+    return "numpy array of dtype '" + dts +
+           "' is not supported; expected bool, uint8, int8, int16, int32, int64, float16, float32 or float64";
+  if (!nb::cast<bool>(dt.attr("isnative")))
+    return "numpy array has non-native byte order (dtype '" + dts +
+           "'); convert it first, e.g. a.astype(a.dtype.newbyteorder('='))";
+  const auto item = nb::cast<int64_t>(dt.attr("itemsize"));
+  const nb::object strides = obj.attr("strides");
+  for (nb::handle s : strides)
+    if (item > 0 && nb::cast<int64_t>(s) % item != 0)
+      return "numpy array has byte strides " + py_str(strides) + ", not all multiples of its item size " +
+             std::to_string(item) + " (DLPack counts strides in items); copy it first, e.g. np.ascontiguousarray(a)";
+  return "";
+}
+
+// Why obj could not be imported: a GPU tensor, a read-only output, a numpy array DLPack refuses, or not an array.
 [[noreturn]] void import_failed(nb::handle obj, bool writable, const char* what) {
   if (nb::hasattr(obj, "device")) {
     std::string dev = py_str(obj.attr("device"));
@@ -45,6 +73,8 @@ bool import_array(nb::handle obj, Array& out, nb::object& detached) {
       !nb::cast<bool>(obj.attr("flags").attr("writeable"))) {
     throw nb::value_error((std::string(what) + ": array is read-only, but it is written to").c_str());
   }
+  if (const std::string why = numpy_import_problem(obj); !why.empty())
+    throw nb::value_error((std::string(what) + ": " + why).c_str());
   throw nb::type_error(
       (std::string(what) + ": expected a torch.Tensor or numpy.ndarray on the CPU, got '" + py_type_name(obj) + "'")
           .c_str());

@@ -83,6 +83,27 @@ def test_unsupported_inputs_are_named():
                            [torch.zeros(2), "nope"])
 
 
+NUMPY_REFUSED = {
+    "big-endian": (np.arange(6, dtype=">f4"), r"numpy array has non-native byte order \(dtype '>f4'\)"),
+    "object": (np.array([object()] * 6), r"numpy array of dtype 'object' is not supported; expected bool, uint8"),
+    "str": (np.array(["a", "b"]), r"numpy array of dtype '<U1' is not supported"),
+    "byte stride 6": (np.lib.stride_tricks.as_strided(np.zeros(64, np.uint8).view(np.float32)[:1], shape=(4,),
+                                                      strides=(6,)),
+                      r"numpy array has byte strides \(6,\), not all multiples of its item size 4"),
+}
+
+
+@pytest.mark.parametrize("case", list(NUMPY_REFUSED))
+def test_numpy_arrays_dlpack_refuses_say_why(case):
+    """Session-15 review: these said "expected a torch.Tensor or numpy.ndarray on the CPU, got 'ndarray'"."""
+    a, why = NUMPY_REFUSED[case]
+    with pytest.raises(ValueError, match="tensor: " + why):
+        view(a)
+    with pytest.raises(ValueError, match="input 1: " + why):
+        autofuse.interpret(autofuse.parse("graph f(%x: f32[4], %y: f32[4]) {\n  return %x\n}\n"),
+                           [np.zeros(4, np.float32), a])
+
+
 GRAPH = """\
 graph f(%x: f32[s0, 4], %b: f32[4]) {
   %y = add(%x, %b)
