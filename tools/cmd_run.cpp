@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <string>
 
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/driver/compiled_graph.h"
@@ -101,24 +102,38 @@ int cmd_run(const Args& args) {
   for (size_t o = 0; o < outs.size(); ++o) {
     double max_abs = 0, max_rel = 0;
     bool bad = false;
+    int64_t special = 0;  // elements where NaN-ness or an infinity differs (no error figure covers them)
+    std::string first;    // the first such element: index, got, want
     const double tol = kernel_tolerance(outs[o].dtype);
     for_each_multi_index(outs[o].sizes, [&](const std::vector<int64_t>& i) {
       double x = outs[o].get_double(i), w = want[o].get_double(i);
+      bool differs = false;
       if (std::isnan(w) || std::isnan(x)) {
-        bad = bad || (std::isnan(w) != std::isnan(x));
+        differs = std::isnan(w) != std::isnan(x);
+      } else if (std::isinf(w) || std::isinf(x)) {
+        differs = x != w;
+      } else {
+        double ae = std::fabs(x - w), re = ae / std::max(std::fabs(w), 1e-30);
+        max_abs = std::max(max_abs, ae);
+        max_rel = std::max(max_rel, std::min(re, ae));
+        if (ae > tol * (std::fabs(w) + 1)) bad = true;
         return;
       }
-      if (std::isinf(w) || std::isinf(x)) {
-        bad = bad || x != w;
-        return;
+      if (!differs) return;
+      bad = true;
+      if (special++ == 0) {
+        first = "[";
+        for (size_t d = 0; d < i.size(); ++d) first += (d ? ", " : "") + std::to_string(i[d]);
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "]: got %g, want %g", x, w);
+        first += buf;
       }
-      double ae = std::fabs(x - w), re = ae / std::max(std::fabs(w), 1e-30);
-      max_abs = std::max(max_abs, ae);
-      max_rel = std::max(max_rel, std::min(re, ae));
-      if (ae > tol * (std::fabs(w) + 1)) bad = true;
     });
     std::printf("  output %zu %s: max abs err %.3g, max rel err %.3g  %s\n", o, outs[o].describe().c_str(), max_abs,
                 max_rel, bad ? "MISMATCH" : "ok");
+    if (special)
+      std::printf("    %lld element(s) differ in NaN or infinity, the first at %s\n", static_cast<long long>(special),
+                  first.c_str());
     ok = ok && !bad;
   }
   return ok ? 0 : 1;

@@ -25,7 +25,8 @@ process, more than AOTAutograd's tracing of the demo's models costs, which is wh
 
 Off when ``AUTOFUSE_FORCE_DISABLE_CACHES=1`` or ``AUTOFUSE_AOT_CACHE=0``, while a debug dump is configured (a hit
 compiles nothing, so there would be nothing to dump), inside ``explain()``, and when torch's own switches turn the
-AOTAutograd cache off (``TORCHINDUCTOR_FORCE_DISABLE_CACHES=1``, ``TORCHINDUCTOR_AUTOGRAD_CACHE=0``). The entries live
+AOTAutograd cache off (``TORCHINDUCTOR_FORCE_DISABLE_CACHES=1``, ``TORCHINDUCTOR_AUTOGRAD_CACHE=0``). A graph with a
+symbolic float (a Python float argument) is not cached (``cache_key``: stale constants on a hit in torch 2.13). The entries live
 in torch's cache directory (``TORCHINDUCTOR_CACHE_DIR``/aotautograd).
 """
 
@@ -156,6 +157,12 @@ def cache_key(mod: Any, example_inputs: Any, config: Any, compiler_config_extra:
     from torch._functorch._aot_autograd import autograd_cache as ac
 
     gm = mod.gm if isinstance(mod, torch._dynamo.utils.GmWrapper) else mod
+    if any(isinstance(n.meta.get("example_value"), torch.SymFloat) for n in gm.graph.nodes):
+        # A Python float argument (torch 2.13 traces it as a 0-d tensor input and item(): a SymFloat) that an op needs
+        # as a constant (clamp's bound, a norm's eps) is burned into the AOT graph under a ShapeEnv guard the entry
+        # drops, while this key is the same for every value: a hit would compute with the first call's value
+        # (pytorch/pytorch#194976, fixed upstream by PR #195040; residual cases #197889). Found by review, session 14.
+        raise ac.BypassAOTAutogradCache("a symbolic float in the graph (stale constants on a hit: pytorch#194976)")
     with ac.sanitize_gm_for_cache(gm):
         ac.check_cacheable(gm)
         details = _KeyDetails(gm, example_inputs, config)

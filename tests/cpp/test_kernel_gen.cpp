@@ -1,6 +1,7 @@
 // The random kernel-graph generator of kernel_test_util.h (no tests here).
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "autofuse/codegen/kernel.h"
 #include "kernel_test_util.h"
@@ -117,6 +118,11 @@ class Gen {
         Attrs at;
         if (coin(rng_, 0.7)) at["min"] = fl ? Scalar::of_float(-0.5) : Scalar::of_int(t_ == DType::UInt8 ? 3 : -5);
         if (coin(rng_, 0.7)) at["max"] = fl ? Scalar::of_float(0.75) : Scalar::of_int(t_ == DType::UInt8 ? 30 : 6);
+        if (fl && coin(rng_, 0.3)) {  // a special bound: NaN makes every element NaN, an infinity clamps nothing
+          const double inf = std::numeric_limits<double>::infinity();
+          const double v = pick(std::vector<double>{std::numeric_limits<double>::quiet_NaN(), inf, -inf}, rng_);
+          at[coin(rng_, 0.5) ? "min" : "max"] = Scalar::of_float(v);
+        }
         pool_.push_back({add(OpKind::Clamp, {a.id}, at), a.exact});
         break;
       }

@@ -201,3 +201,23 @@ def test_ops_pickle_by_name():
     back = aot_cache.loads(aot_cache.dumps(objs))
     assert back[0] is objs[0] and back[1] is objs[1] and back[2] is objs[2] and back[3] is torch.float16
     assert torch.equal(back[4], objs[4])
+
+
+def test_unspecialized_float_constants_are_not_served_stale(tmp_path, monkeypatch):
+    """Regression (review, session 14): with ``specialize_float = False`` a float argument that clamp needs as a
+    constant is burned into the AOT graph under a guard torch 2.13's cache entry drops (pytorch/pytorch#194976), so a
+    cache hit computed with the first call's bound. Graphs with a symbolic float now bypass the AOTAutograd cache."""
+    from autofuse import aot_cache
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("AUTOFUSE_CACHE_DIR", str(tmp_path / "autofuse"))
+    monkeypatch.setenv("AUTOFUSE_AOT_CACHE", "1")  # tests/conftest.py turns it off for the suite
+    monkeypatch.setattr(torch._dynamo.config, "specialize_float", False)  # torch 2.13's default
+    assert aot_cache.enabled()
+    torch._dynamo.reset()
+    x = torch.tensor([-2.0, -1.0, 0.0, 1.0, 2.0])
+    f = lambda x, s: torch.clamp(x, min=s) + s * x  # noqa: E731
+    cf = torch.compile(f, backend="autofuse", dynamic=True)
+    for s in [0.5, -0.3, 2.0, 0.5]:
+        torch.testing.assert_close(cf(x, s), f(x, s), msg=lambda m: f"s={s}: {m}")
+    torch._dynamo.reset()

@@ -470,6 +470,23 @@ def test_signed_zero_ties(name, dtype, monkeypatch):
     compare.assert_same(got, torch.reciprocal(f(a, b)), what=name)  # 1/x: +-inf, the zero's sign made visible
 
 
+@native
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("bounds", [{"min": float("nan")}, {"max": float("nan")}, {"min": float("nan"), "max": 1.0},
+                                    {"min": -1.0, "max": float("nan")}, {"min": float("-inf"), "max": float("inf")}],
+                         ids=["min_nan", "max_nan", "min_nan_max_1", "min_1_max_nan", "infinite"])
+def test_clamp_with_special_scalar_bounds(bounds, dtype, monkeypatch):
+    """Regression (review, session 14): clamp with a NaN scalar bound is NaN everywhere in eager; the fused kernel
+    ignored the bound (its compares are false against NaN) and returned the clamped-by-nothing input."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    x = torch.tensor([-3.0, -0.0, 0.0, 2.5, float("inf"), float("-inf"), float("nan"), 0.75] * 5, dtype=dtype)
+    torch._dynamo.reset()
+    n0 = len(backend.RECORDS)
+    got = torch.compile(lambda t: torch.clamp(t * 2, **bounds), backend="autofuse", dynamic=False)(x)
+    compare.assert_same(got, torch.clamp(x * 2, **bounds), what=f"clamp {bounds} {dtype}")
+    assert all(r.mode == "kernels" and r.kernels for r in backend.RECORDS[n0:])
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_maximum_zero_tie_depends_on_eager_path(dtype):
     """Why REFERENCE_BINARY exists, checked on the installed torch: eager's maximum/minimum answer a tie of -0.0 and

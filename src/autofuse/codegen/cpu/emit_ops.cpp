@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "autofuse/codegen/cpu/emit.h"
 #include "autofuse/ir/tensor.h"
@@ -262,6 +263,10 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
     case OpKind::Clamp: {
       std::string e = a[0];
       const bool lo = has_attr(n.attrs, "min"), hi = has_attr(n.attrs, "max");
+      // A NaN bound makes every element NaN (eager, the interpreter); the compares below would ignore it.
+      const auto nan_attr = [&](const char* k) { return std::isnan(attr_scalar(n.attrs, k).as_double()); };
+      if (fl && ((lo && nan_attr("min")) || (hi && nan_attr("max"))))
+        return r(splat_literal(Scalar::of_float(std::numeric_limits<double>::quiet_NaN()), in_t));
       if (lo && hi)
         e = "af_clamp<" + ct + ">(" + e + ", " + splat_literal(attr_scalar(n.attrs, "min"), in_t) + ", " +
             splat_literal(attr_scalar(n.attrs, "max"), in_t) + ")";

@@ -47,6 +47,8 @@ class Emitter {
       else
         outputs_of_[nest.operands[k]].push_back(k);
     }
+    for (ValueId out : g.outputs())
+      if (std::find(stored_.begin(), stored_.end(), out) == stored_.end()) stored_.push_back(out);
     cur_.assign(nest.operands.size(), "0");
     in_scope_.assign(static_cast<size_t>(r_), false);
     num_passes_ = nest.num_stages;
@@ -427,7 +429,7 @@ class Emitter {
         line("af_st<" + ct + ", " + ct + ">(" + sp + ", " + var + ");");
     }
     for (auto& [id, mp] : accs) emit_accumulate(id, mp, cascade, tail, rl, chain);
-    for (ValueId outv : g_.outputs())
+    for (ValueId outv : stored_)
       if (!val(outv).kept && val(outv).stage + 1 == p) emit_stores(outv);
     nrm_.clear();
     body_pass_ = 0;
@@ -522,7 +524,7 @@ class Emitter {
       if (!vp.kept || vp.stage != p) continue;
       emit_value(static_cast<ValueId>(i));
     }
-    for (ValueId outv : g_.outputs())
+    for (ValueId outv : stored_)
       if (val(outv).kept && val(outv).stage == p) emit_stores(outv);
   }
 
@@ -637,6 +639,7 @@ class Emitter {
   int num_passes_ = 1;
   std::vector<int> operand_of_input_;
   std::vector<std::vector<int>> outputs_of_;
+  std::vector<ValueId> stored_;  // the graph's output values, each once (emit_stores writes every output holding one)
   std::vector<std::string> cur_;
   std::vector<bool> in_scope_;
   std::map<ValueId, std::string> red_value_;
