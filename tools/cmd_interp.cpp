@@ -127,6 +127,7 @@ int cmd_interp(const Args& args) {
   for (const auto& [name, v] : b) std::printf(", %s=%lld", name.c_str(), static_cast<long long>(v));
   std::printf("\n");
 
+  check_sizes(g, b);  // a size that evaluates negative (an input's too): an IRError naming the value
   std::mt19937_64 rng(seed);
   std::vector<HostTensor> inputs;
   for (ValueId v : g.inputs()) inputs.push_back(random_input(g.node(v), b, rng));

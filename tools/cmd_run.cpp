@@ -38,6 +38,7 @@ int cmd_run(const Args& args) {
   for (const auto& [name, v] : b)
     if (!g.symbols().count(name)) throw std::invalid_argument("--shape: the graph has no symbol '" + name + "'");
   for (const std::string& s : g.symbols()) b.emplace(s, 8);
+  check_sizes(g, b);  // a size that evaluates negative: an IRError naming the value, as `interp` reports it
   const uint64_t seed = static_cast<uint64_t>(a.get("seed") ? parse_seed(*a.get("seed")) : 0);
   const int64_t repeat = a.get("repeat") ? parse_count(*a.get("repeat"), "--repeat", 1, 1000000000) : 5;
 

@@ -3,6 +3,8 @@
 
 #include <nanobind/stl/string.h>
 
+#include <stdexcept>
+
 #include "autofuse/ir/parser.h"
 #include "tensor_convert.h"
 
@@ -12,6 +14,8 @@ namespace {
 
 bool is_int(nb::handle obj) { return nb::isinstance<nb::int_>(obj) && !nb::isinstance<nb::bool_>(obj); }
 
+std::string py_repr(nb::handle obj) { return nb::cast<std::string>(nb::repr(obj)); }
+
 std::vector<int64_t> to_ints(nb::handle obj, const std::string& what) {
   if (!nb::isinstance<nb::list>(obj) && !nb::isinstance<nb::tuple>(obj)) {
     throw nb::type_error((what + ": expected a list of ints, got '" + py_type_name(obj) + "'").c_str());
@@ -19,15 +23,26 @@ std::vector<int64_t> to_ints(nb::handle obj, const std::string& what) {
   std::vector<int64_t> r;
   for (nb::handle x : obj) {
     if (!is_int(x)) throw nb::type_error((what + ": expected a list of ints, found '" + py_type_name(x) + "'").c_str());
-    r.push_back(nb::cast<int64_t>(x));
+    r.push_back(to_int64(x, what));
   }
   return r;
 }
 
 }  // namespace
 
-Expr to_expr(nb::handle obj) {
-  if (is_int(obj)) return Expr(nb::cast<int64_t>(obj));
+int64_t to_int64(nb::handle obj, const std::string& what, const char* noun) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (overflow != 0) throw std::overflow_error(what + ": " + noun + " " + py_repr(obj) + " does not fit in int64");
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw nb::type_error((what + ": expected an int, got '" + py_type_name(obj) + "'").c_str());
+  }
+  return v;
+}
+
+Expr to_expr(nb::handle obj, const std::string& what) {
+  if (is_int(obj)) return Expr(to_int64(obj, what, "size"));
   if (nb::isinstance<nb::str>(obj)) return parse_expr(nb::cast<std::string>(obj));
   throw nb::type_error(
       ("size: expected an int or an expression string like 's0*2', got '" + py_type_name(obj) + "'").c_str());
@@ -40,7 +55,7 @@ Shape to_shape(nb::handle obj, const char* what) {
             .c_str());
   }
   Shape s;
-  for (nb::handle x : obj) s.push_back(to_expr(x));
+  for (nb::handle x : obj) s.push_back(to_expr(x, what));
   return s;
 }
 
@@ -63,7 +78,7 @@ AttrValue to_attr(nb::handle obj, const AttrSpec& spec, std::string_view op) {
   switch (spec.kind) {
     case AttrKind::Int:
       if (!is_int(obj)) throw bad("an int");
-      return nb::cast<int64_t>(obj);
+      return to_int64(obj, what);
     case AttrKind::Float:
       if (!nb::isinstance<nb::float_>(obj) && !is_int(obj)) throw bad("a float");
       return nb::cast<double>(obj);
@@ -72,7 +87,7 @@ AttrValue to_attr(nb::handle obj, const AttrSpec& spec, std::string_view op) {
       return nb::cast<bool>(obj);
     case AttrKind::Scalar:
       if (nb::isinstance<nb::float_>(obj)) return Scalar::of_float(nb::cast<double>(obj));
-      if (nb::isinstance<nb::int_>(obj)) return Scalar::of_int(nb::cast<int64_t>(obj));  // bool: 0 / 1
+      if (nb::isinstance<nb::int_>(obj)) return Scalar::of_int(to_int64(obj, what));  // bool: 0 / 1
       throw bad("an int or a float");
     case AttrKind::DTypeK:
       return to_dtype(obj);
@@ -81,7 +96,7 @@ AttrValue to_attr(nb::handle obj, const AttrSpec& spec, std::string_view op) {
     case AttrKind::ShapeK:
       return to_shape(obj, what.c_str());
     case AttrKind::ExprK:
-      return to_expr(obj);
+      return to_expr(obj, what);
     case AttrKind::Str:
       if (!nb::isinstance<nb::str>(obj)) throw bad("a str");
       return nb::cast<std::string>(obj);

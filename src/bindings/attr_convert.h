@@ -16,8 +16,14 @@ namespace autofuse::bindings {
 
 namespace nb = nanobind;
 
-/// An int or an expression string as an Expr. Throws nb::type_error for other types, ParseError for bad text.
-Expr to_expr(nb::handle obj);
+/// A Python int (or an object with __index__) as int64. Throws std::overflow_error (Python's OverflowError) naming
+/// `what`, `noun` and the value when it does not fit in int64 ("sum: attribute 'axes': integer 1180591620717411303424
+/// does not fit in int64"), nb::type_error naming `what` for a value that is not an int.
+int64_t to_int64(nb::handle obj, const std::string& what, const char* noun = "integer");
+/// An int or an expression string as an Expr. Throws nb::type_error for other types, ParseError for bad text,
+/// std::overflow_error naming `what` for an int outside int64 ("shape: size 9223372036854775808 does not fit in
+/// int64").
+Expr to_expr(nb::handle obj, const std::string& what);
 /// A list/tuple of sizes as a Shape; `what` names the argument in errors.
 Shape to_shape(nb::handle obj, const char* what);
 /// Back to Python: an int for a constant, the canonical text otherwise.

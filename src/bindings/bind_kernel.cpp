@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 
+#include "attr_convert.h"
 #include "autofuse/codegen/kernel.h"
 #include "bindings.h"
 #include "tensor_convert.h"
@@ -29,7 +30,7 @@ Bindings given_bindings(const Kernel& k, nb::handle given) {
     nb::str key(s.c_str());
     if (!PyMapping_Check(given.ptr()) || !PyMapping_HasKey(given.ptr(), key.ptr()))
       throw nb::key_error(("kernel " + k.name() + ": `given` has no value for size symbol " + s).c_str());
-    b[s] = nb::cast<int64_t>(given[key]);
+    b[s] = to_int64(given[key], "kernel " + k.name() + ": `given` value of size symbol " + s);
   }
   return b;
 }

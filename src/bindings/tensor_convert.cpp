@@ -3,6 +3,7 @@
 
 #include <nanobind/stl/string.h>
 
+#include <cstdlib>
 #include <memory>
 
 #include "torch_direct.h"
@@ -32,7 +33,35 @@ bool import_array(nb::handle obj, Array& out, nb::object& detached) {
   return false;
 }
 
-// Why obj could not be imported: a GPU tensor, or not an array.
+// What numpy's DLPack export refuses in obj, a numpy.ndarray: a dtype it has no DLPack code for (object, str,
+// datetime, structured), a non-native byte order, or a byte stride that is not a whole number of items. "" when obj
+// is not an ndarray (numpy is never imported here) or none of these applies.
+std::string numpy_import_problem(nb::handle obj) {
+  PyObject* np = PyImport_GetModule(nb::str("numpy").ptr());
+  if (np == nullptr) {
+    if (PyErr_Occurred()) PyErr_Clear();
+    return "";
+  }
+  nb::object mod = nb::steal(np);
+  if (!nb::isinstance(obj, mod.attr("ndarray"))) return "";
+  nb::object dt = obj.attr("dtype");
+  const std::string dts = py_str(dt), kind = py_str(dt.attr("kind"));
+  if (kind.size() != 1 || std::string("biufc").find(kind[0]) == std::string::npos)
+    return "numpy array of dtype '" + dts +
+           "' is not supported; expected bool, uint8, int8, int16, int32, int64, float16, float32 or float64";
+  if (!nb::cast<bool>(dt.attr("isnative")))
+    return "numpy array has non-native byte order (dtype '" + dts +
+           "'); convert it first, e.g. a.astype(a.dtype.newbyteorder('='))";
+  const auto item = nb::cast<int64_t>(dt.attr("itemsize"));
+  const nb::object strides = obj.attr("strides");
+  for (nb::handle s : strides)
+    if (item > 0 && nb::cast<int64_t>(s) % item != 0)
+      return "numpy array has byte strides " + py_str(strides) + ", not all multiples of its item size " +
+             std::to_string(item) + " (DLPack counts strides in items); copy it first, e.g. np.ascontiguousarray(a)";
+  return "";
+}
+
+// Why obj could not be imported: a GPU tensor, a read-only output, a numpy array DLPack refuses, or not an array.
 [[noreturn]] void import_failed(nb::handle obj, bool writable, const char* what) {
   if (nb::hasattr(obj, "device")) {
     std::string dev = py_str(obj.attr("device"));
@@ -45,6 +74,8 @@ bool import_array(nb::handle obj, Array& out, nb::object& detached) {
       !nb::cast<bool>(obj.attr("flags").attr("writeable"))) {
     throw nb::value_error((std::string(what) + ": array is read-only, but it is written to").c_str());
   }
+  if (const std::string why = numpy_import_problem(obj); !why.empty())
+    throw nb::value_error((std::string(what) + ": " + why).c_str());
   throw nb::type_error(
       (std::string(what) + ": expected a torch.Tensor or numpy.ndarray on the CPU, got '" + py_type_name(obj) + "'")
           .c_str());
@@ -288,6 +319,36 @@ HostTensor imported_host_tensor(nb::handle obj, bool writable, const char* what)
   return view_of(std::move(arr), what);
 }
 
+// Why elements of t overlap, or "": a dim of size > 1 with stride 0 (an expanded tensor), or two dims of size > 1
+// with the same stride magnitude (element (i + 1, j) is element (i, j + 1)). Other overlapping stride patterns are
+// not looked for (deciding them in general is a subset-sum problem). An empty tensor has no elements to share.
+std::string overlap_reason(const HostTensor& t) {
+  const size_t r = t.sizes.size();
+  for (size_t d = 0; d < r; ++d)
+    if (t.sizes[d] == 0) return "";
+  for (size_t d = 0; d < r; ++d) {
+    if (t.sizes[d] < 2) continue;
+    if (t.strides[d] == 0)
+      return "dim " + std::to_string(d) + " has size " + std::to_string(t.sizes[d]) +
+             " and stride 0 (an expanded tensor)";
+    for (size_t e = d + 1; e < r; ++e)
+      if (t.sizes[e] > 1 && std::llabs(t.strides[e]) == std::llabs(t.strides[d]))
+        return "dims " + std::to_string(d) + " and " + std::to_string(e) + " both have stride " +
+               std::to_string(std::llabs(t.strides[d]));
+  }
+  return "";
+}
+
+// Refuses a tensor that is written through (an output) whose elements overlap: threads writing different elements
+// of it would race on the shared memory, and the value left would vary from run to run.
+void check_no_overlap(const HostTensor& t, const std::string& what) {
+  const std::string why = overlap_reason(t);
+  if (!why.empty())
+    throw nb::value_error((what + ": its elements overlap in memory (" + t.describe() + ": " + why +
+                           "), but it is written to; pass a tensor of distinct elements (e.g. torch.empty)")
+                              .c_str());
+}
+
 // Item i of a list or tuple (either type, subclasses included), borrowed from the sequence.
 nb::handle seq_item(nb::handle seq, size_t i) {
   const auto k = static_cast<Py_ssize_t>(i);
@@ -351,8 +412,10 @@ bool takes_fast_path(nb::handle obj) {
 bool torch_direct_enabled() { return torch_direct_available(); }
 
 HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what) {
-  if (HostTensor fast; torch_fast_view(obj, fast, writable)) return fast;
-  return imported_host_tensor(obj, writable, what);
+  HostTensor t;
+  if (!torch_fast_view(obj, t, writable)) t = imported_host_tensor(obj, writable, what);
+  if (writable) check_no_overlap(t, what);
+  return t;
 }
 
 std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what, bool borrow) {
@@ -365,16 +428,15 @@ std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const cha
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     nb::handle item = seq_item(seq, i);
+    auto label = [&] { return std::string(what) + " " + std::to_string(i); };
     if (HostTensor fast; torch_fast_view(item, fast, writable, borrow)) {  // the common case: no label string is built
       out.push_back(std::move(fast));
-      continue;
-    }
-    if (PyTuple_Check(item.ptr()) && PyTuple_GET_SIZE(item.ptr()) == 2) {  // a view spec (tensor_convert.h)
+    } else if (PyTuple_Check(item.ptr()) && PyTuple_GET_SIZE(item.ptr()) == 2) {  // a view spec (tensor_convert.h)
       out.push_back(spec_view(item, writable, borrow, what, i));
-      continue;
+    } else {
+      out.push_back(imported_host_tensor(item, writable, label().c_str()));  // the fast path already said no
     }
-    std::string label = std::string(what) + " " + std::to_string(i);
-    out.push_back(imported_host_tensor(item, writable, label.c_str()));  // the fast path already said no
+    if (writable && !overlap_reason(out.back()).empty()) check_no_overlap(out.back(), label());
   }
   return out;
 }

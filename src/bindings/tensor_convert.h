@@ -27,7 +27,9 @@ std::optional<DType> dtype_from_dlpack(nb::dlpack::dtype t);
 nb::dlpack::dtype dtype_to_dlpack(DType t);
 
 /// A HostTensor view of `obj`, without copying. `writable`: the caller will write through the view (read-only numpy
-/// arrays are refused then). `what` names the argument in errors ("input 2").
+/// arrays are refused then, and so are tensors whose elements overlap: a dim of size > 1 with stride 0, as
+/// torch.zeros(1, 1).expand(4096, 1), or two such dims with one stride). `what` names the argument in errors
+/// ("input 2").
 /// Throws nb::type_error when obj is not an array/tensor, nb::value_error for an unsupported dtype or a non-CPU
 /// device; the message starts with `what`.
 HostTensor to_host_tensor(nb::handle obj, bool writable, const char* what);

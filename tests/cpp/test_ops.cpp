@@ -152,6 +152,26 @@ TEST(Ops, WhereClampCast) {
             "clamp: does not accept bool inputs");
   EXPECT_EQ(infer_error(OpKind::Clamp, {T(DType::Float32, s)}, {{"min", int64_t{1}}}),
             "clamp: attribute 'min' must be of kind scalar");
+  // A float bound on an integer input must be a whole number in int64 (session-15 review: min=0.5 was truncated to 0
+  // and let 0 through); whole floats are the integer bound, and any float bounds a float input.
+  EXPECT_EQ(infer_error(OpKind::Clamp, {T(DType::Int64, s)}, {{"min", Scalar::of_float(0.5)}}),
+            "clamp: bound min=0.5 is not an integer, but the input is i64; cast the input to a floating dtype first "
+            "(eager's clamp promotes the result to float)");
+  EXPECT_NE(
+      infer_error(OpKind::Clamp, {T(DType::UInt8, s)}, {{"min", Scalar::of_int(0)}, {"max", Scalar::of_float(-2.5)}})
+          .find("clamp: bound max=-2.5 is not an integer, but the input is u8"),
+      std::string::npos);
+  for (double bad : {double{INFINITY}, -double{INFINITY}, double{NAN}, 0x1p63, 1e300})
+    EXPECT_NE(
+        infer_error(OpKind::Clamp, {T(DType::Int32, s)}, {{"max", Scalar::of_float(bad)}}).find("is not an integer"),
+        std::string::npos)
+        << bad;
+  EXPECT_EQ(infer_error(OpKind::Clamp, {T(DType::Int32, s)},
+                        {{"min", Scalar::of_float(-2.0)}, {"max", Scalar::of_float(-0x1p63)}}),
+            "ok");
+  EXPECT_EQ(infer_error(OpKind::Clamp, {T(DType::Float16, s)},
+                        {{"min", Scalar::of_float(0.5)}, {"max", Scalar::of_float(INFINITY)}}),
+            "ok");
   for (DType from : all_dtypes())
     for (DType to : all_dtypes()) {
       TensorType t = infer_type(OpKind::Cast, {T(from, {s0, Expr(2)})}, {{"dtype", to}});
@@ -184,6 +204,13 @@ TEST(Ops, Sources) {
   EXPECT_EQ(i.shape, (Shape{s0 + 1}));
   EXPECT_EQ(infer_error(OpKind::Iota, {}, {{"length", s0}, {"start", int64_t{0}}, {"dtype", DType::Int32}}),
             "iota: missing attribute 'step' (int)");
+  // A negative constant length is refused like a negative size in full's shape (the session-15 review: it verified).
+  EXPECT_EQ(infer_error(OpKind::Iota, {},
+                        {{"length", Expr(-5)}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}),
+            "iota: negative size -5 in shape [-5] (attribute 'length')");
+  EXPECT_EQ(infer_error(OpKind::Iota, {},
+                        {{"length", Expr(0)}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}),
+            "ok");
 }
 
 TEST(Ops, Extern) {

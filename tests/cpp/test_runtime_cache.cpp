@@ -228,6 +228,40 @@ TEST_F(RuntimeCache, ConcurrentThreadsCompileOnce) {
   EXPECT_EQ(s.memory_hits, kThreads - 1);
 }
 
+// Session 15 review: a process that compiled a source and lost the install race to another process loaded the
+// winner's entry and counted the one lookup twice (compiles 1 and disk_hits 1). The install hook plays the other
+// process: it installs a copy of the build before this call's rename. The lookup is one compile, not a cache hit.
+TEST_F(RuntimeCache, LostInstallRaceCountsOneCompile) {
+  std::string src = adder_source(51);
+  int calls = 0;
+  set_cache_install_hook([&](const std::string& tmp, const std::string& entry) {
+    ++calls;
+    std::filesystem::create_directories(std::filesystem::path(entry).parent_path());
+    std::filesystem::copy(tmp, entry, std::filesystem::copy_options::recursive);
+  });
+  CompileResult r;
+  try {
+    r = compile_module(src, "race");
+  } catch (...) {
+    set_cache_install_hook(nullptr);
+    throw;
+  }
+  set_cache_install_hook(nullptr);
+  EXPECT_EQ(calls, 1);  // one build: the winner's entry was loaded, not rebuilt
+  EXPECT_FALSE(r.cache_hit);
+  EXPECT_EQ(call_value(r, 1), 52);
+  CacheStats s = cache_stats();
+  EXPECT_EQ(s.compiles, 1);
+  EXPECT_EQ(s.disk_hits, 0);
+  EXPECT_EQ(s.memory_hits, 0);
+  EXPECT_EQ(s.compiles + s.disk_hits + s.memory_hits, 1);  // one lookup, counted once
+  EXPECT_EQ(s.rebuilt_corrupt, 0);
+  // The entry installed "by the other process" serves the next lookup from disk.
+  clear_memory_cache();
+  EXPECT_TRUE(compile_module(src, "race").cache_hit);
+  EXPECT_EQ(cache_stats().disk_hits, 1);
+}
+
 TEST_F(RuntimeCache, ConcurrentThreadsDifferentSources) {
   constexpr int kThreads = 4;
   std::vector<std::thread> threads;

@@ -181,6 +181,51 @@ TEST(Symbolic, ShapeHelpers) {
 
 // Property: canonicalization preserves meaning. Random expression trees are built twice: as canonical Expr and as a
 // direct evaluator; both must agree under random bindings (sizes 0..12). Samples that divide by zero are skipped.
+// sum() of many terms (like terms combined through a hash index past 8 distinct bases) is the chain of `+`.
+TEST(Symbolic, SumOfManyTermsIsTheChainOfAdds) {
+  std::mt19937_64 rng(15);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto sym = [&] { return Expr::sym("s" + std::to_string(pick(0, 11))); };
+  for (int round = 0; round < 50; ++round) {
+    std::vector<Expr> terms;
+    const int n = pick(0, 60);
+    for (int i = 0; i < n; ++i) {
+      switch (pick(0, 4)) {
+        case 0:
+          terms.push_back(Expr(pick(-9, 9)));
+          break;
+        case 1:
+          terms.push_back(Expr(pick(-3, 3)) * sym());
+          break;
+        case 2:
+          terms.push_back(sym() * sym() * Expr(pick(-2, 2)));
+          break;
+        case 3:
+          terms.push_back(floordiv(sym() + Expr(pick(0, 3)), Expr(pick(1, 4))));
+          break;
+        default:
+          terms.push_back(-(sym() + sym()));
+      }
+    }
+    Expr chain(0);
+    for (const Expr& t : terms) chain = chain + t;
+    const Expr s = sum(terms);
+    EXPECT_EQ(s, chain) << s.str() << " vs " << chain.str();
+    EXPECT_EQ(s.str(), chain.str());
+  }
+  std::vector<Expr> up, down;
+  for (int i = 0; i < 40; ++i) up.push_back(Expr::sym("t" + std::to_string(i)));
+  for (int i = 39; i >= 0; --i) down.push_back(-Expr::sym("t" + std::to_string(i)));
+  EXPECT_EQ(sum(up).args().size(), 40u);
+  EXPECT_EQ(sum(up).args()[1], Expr::sym("t1"));  // natural order
+  std::vector<Expr> both = up;
+  both.insert(both.end(), down.begin(), down.end());
+  both.push_back(Expr(3));
+  EXPECT_EQ(sum(both), Expr(3));
+  EXPECT_EQ(sum({}), Expr(0));
+  EXPECT_THROW(sum({Expr(kMax), s0, Expr(1)}), std::overflow_error);
+}
+
 TEST(Symbolic, RandomCanonicalFormsEvaluateLikeTheTree) {
   const char* env = std::getenv("AUTOFUSE_TEST_SEED");
   const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : 20261129;  // fixed default, reproducible

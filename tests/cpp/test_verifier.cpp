@@ -242,5 +242,19 @@ TEST(Verifier, ReshapeWhoseElementCountsDifferUnlessASymbolIsZero) {
       "ok");
 }
 
+// Session 15 review: `iota() {length=-5, ...} : i64[-5]` verified and printed back. A negative constant length is
+// refused like a negative size in full's shape, and a declared negative constant size whatever the op.
+TEST(Verifier, NegativeSizes) {
+  for (const char* type : {"", " : i64[-5]"}) {
+    std::string e = verify_text_error("graph f(%x: f32[4]) {\n  %y = iota() {length=-5, start=0, step=1, dtype=i64}" +
+                                      std::string(type) + "\n  return %y\n}\n");
+    EXPECT_NE(e.find("%y = iota(): negative size -5 in shape [-5] (attribute 'length')"), std::string::npos) << e;
+  }
+  // A declared type the parser reads is compared with the op table's there; a graph edited in place is not.
+  Graph h = two_node_graph();
+  h.mutable_node(1).shape = {Expr::sym("s0"), Expr(-4)};
+  EXPECT_EQ(verify_error(h), "%y = exp(%x): negative size -4 in declared type f32[s0, -4]; expected sizes >= 0");
+}
+
 }  // namespace
 }  // namespace autofuse

@@ -113,6 +113,27 @@ def test_builder_errors_name_the_node_and_expectation():
         g.add("frobnicate", [x])
 
 
+def test_ints_outside_int64_are_refused_by_name():
+    """Session-15 review: these raised RuntimeError('std::bad_cast'), naming neither the attribute nor the problem."""
+    g = Graph()
+    x = g.add_input("x", "f32", [4])
+    with pytest.raises(OverflowError, match="clamp: attribute 'max': integer 1180591620717411303424 does not fit in "
+                                            "int64"):
+        g.add("clamp", [x], {"max": 2**70})
+    with pytest.raises(OverflowError, match="sum: attribute 'axes': integer -1180591620717411303424 does not fit"):
+        g.add("sum", [x], {"axes": [-2**70], "keepdim": True})
+    with pytest.raises(OverflowError, match="slice: attribute 'step': integer 9223372036854775808 does not fit"):
+        g.add("slice", [x], {"axis": 0, "start": 0, "stop": 4, "step": 2**63})
+    with pytest.raises(OverflowError, match="iota: attribute 'length': size 9223372036854775808 does not fit"):
+        g.add("iota", [], {"length": 2**63, "start": 0, "step": 1, "dtype": "i64"})
+    with pytest.raises(OverflowError, match="shape: size 9223372036854775808 does not fit in int64"):
+        g.add_input("y", "f32", [2**63])
+    with pytest.raises(OverflowError, match="strides: size -9223372036854775809 does not fit in int64"):
+        g.add_input("z", "f32", [4], strides=[-2**63 - 1])
+    # The int64 limits themselves are fine.
+    g.add("clamp", [x], {"max": 2**63 - 1, "min": -2**63})
+
+
 def test_parse_error_carries_line_and_column():
     bad = "graph f(%x: f32[4]) {\n  %y = exp(%nope)\n  return %y\n}\n"
     with pytest.raises(ParseError) as e:

@@ -53,6 +53,21 @@ def test_impossible_reshape_is_reported_with_its_line(tmp_path):
         assert f"{f}:2:3: error: %y = reshape(%x): cannot reshape [s0, 8] (8*s0 elements) to [s0, 3]" in r.stderr
 
 
+def test_negative_run_time_size_names_the_value(tmp_path):
+    # session-15 review: `run` exited 2 (usage) with "HostTensor::empty: negative size -7"; interp named the value
+    f = tmp_path / "neg.af"
+    f.write_text("graph f(%x: f32[s0]) {\n  %y = full() {value=1, dtype=f32, shape=[s0 - 10]}\n"
+                 "  %z = add(%y, %y)\n  return %z\n}\n")
+    g = tmp_path / "neg_input.af"
+    g.write_text("graph f(%x: f32[s0 - 10]) {\n  %z = exp(%x)\n  return %z\n}\n")
+    for path, name in ((f, "y"), (g, "x")):
+        for sub in ("interp", "run"):
+            r = subprocess.run([str(CLI), sub, str(path), "--shape", "s0=3"], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1, (sub, r.returncode, r.stderr)
+            assert f"autofuse {sub}: %{name}: size s0 - 10 evaluates to -7 < 0" in r.stderr, r.stderr
+            assert "usage:" not in r.stderr, r.stderr
+
+
 PY_COUNTS = [("autofuse.bench", "--reps", "0"), ("autofuse.bench.infer", "--rounds", "0"),
              ("autofuse.demo", "--seq", "-1"), ("autofuse.demo_warm", "--rounds", "x")]
 

@@ -58,3 +58,33 @@ def test_iota_beside_a_broadcast_source():
     y = torch.arange(4, dtype=torch.int64).reshape(4, 1) * 100
     (out,) = _run_guarded(k, [torch.randn(4, 3, 6), y])
     assert torch.equal(out, y + torch.arange(3))
+
+
+def test_negative_size_is_an_error_naming_the_value():
+    """A size that evaluates negative for the actual inputs (session-15 review): output_sizes returned [[-7]], and run
+    computed a sum over a (-7)-element value. Both raise IRError naming the value and its size, as the interpreter."""
+    from autofuse import _core
+
+    g = _core.parse("graph k(%x: f32[s0]) {\n"
+                    "  %y = full() {value=1, dtype=f32, shape=[s0 - 10]}\n"
+                    "  %z = add(%y, %y)\n"
+                    "  return %z\n}\n")
+    k = _core.Kernel.compile(g)
+    want = r"kernel k: %y: size s0 - 10 evaluates to -7 < 0"
+    with pytest.raises(_core.IRError, match=want):
+        k.output_sizes([torch.randn(3)])
+    with pytest.raises(_core.IRError, match=want):
+        k.run([torch.randn(3)], [torch.zeros(0)])
+    assert k.output_sizes([torch.randn(12)]) == [[2]]
+    # A negative value the outputs do not show: the sum over it is a [1] output whatever s0 is.
+    s = _core.Kernel.compile(_core.parse("graph k(%x: f32[s0]) {\n"
+                                         "  %y = full() {value=1, dtype=f32, shape=[s0 - 10]}\n"
+                                         "  %z = sum(%y) {axes=[0], keepdim=true}\n"
+                                         "  return %z\n}\n"))
+    with pytest.raises(_core.IRError, match=want):
+        s.output_sizes([torch.randn(3)])
+    with pytest.raises(_core.IRError, match=want):
+        s.run([torch.randn(3)], [torch.zeros(1)])
+    out = torch.zeros(1)
+    s.run([torch.randn(13)], [out])
+    assert out.tolist() == [3.0]

@@ -73,6 +73,32 @@ def test_read_only_numpy_is_refused_for_writing_only():
         view(a, writable=True)
 
 
+def test_outputs_with_overlapping_elements_are_refused():
+    """Session-15 review: Kernel.run wrote row sums into torch.zeros(1, 1).expand(4096, 1) (one float for every row);
+    the threads raced and the value left varied from run to run. Read-only outputs were already refused."""
+    expanded = torch.zeros(1, 1).expand(4096, 1)
+    with pytest.raises(ValueError, match=r"tensor: its elements overlap in memory \(f32\[4096, 1\] strides \[0, 1\]: "
+                                         r"dim 0 has size 4096 and stride 0 \(an expanded tensor\)\)"):
+        view(expanded, writable=True)
+    with pytest.raises(ValueError, match="dims 0 and 1 both have stride 1"):
+        view(torch.zeros(8).as_strided((2, 2), (1, 1)), writable=True)
+    assert view(expanded)["sizes"] == [4096, 1]  # read-only use is fine
+    for ok in (torch.zeros(3, 1).expand(3, 1), torch.zeros(0, 3).expand(5, 0, 3), torch.zeros(4, 6)[:, ::2],
+               torch.zeros(3, 4).t()):
+        view(ok, writable=True)
+    g = autofuse.parse("graph f(%x: f32[s0, s1]) {\n  %s = sum(%x) {axes=[1], keepdim=true}\n  return %s\n}\n")
+    with pytest.raises(ValueError, match="output 0 \\(from the allocator\\): its elements overlap"):
+        autofuse._core.interpret_with(g, [torch.ones(4, 3)], lambda sizes, dtype: torch.zeros(1, 1).expand(*sizes))
+    from autofuse import backend
+    if backend.has_native_kernels():
+        k = autofuse._core.Kernel.compile(g)
+        with pytest.raises(ValueError, match="output 0: its elements overlap in memory"):
+            k.run([torch.ones(4096, 64)], [expanded])
+        out = torch.zeros(4096, 1)
+        k.run([torch.ones(4096, 64)], [out])
+        assert bool((out == 64).all())
+
+
 def test_unsupported_inputs_are_named():
     with pytest.raises(TypeError, match="tensor: expected a torch.Tensor or numpy.ndarray on the CPU, got 'list'"):
         view([1, 2])
@@ -81,6 +107,27 @@ def test_unsupported_inputs_are_named():
     with pytest.raises(TypeError, match="input 1: expected"):
         autofuse.interpret(autofuse.parse("graph f(%x: f32[2], %y: f32[2]) {\n  return %x\n}\n"),
                            [torch.zeros(2), "nope"])
+
+
+NUMPY_REFUSED = {
+    "big-endian": (np.arange(6, dtype=">f4"), r"numpy array has non-native byte order \(dtype '>f4'\)"),
+    "object": (np.array([object()] * 6), r"numpy array of dtype 'object' is not supported; expected bool, uint8"),
+    "str": (np.array(["a", "b"]), r"numpy array of dtype '<U1' is not supported"),
+    "byte stride 6": (np.lib.stride_tricks.as_strided(np.zeros(64, np.uint8).view(np.float32)[:1], shape=(4,),
+                                                      strides=(6,)),
+                      r"numpy array has byte strides \(6,\), not all multiples of its item size 4"),
+}
+
+
+@pytest.mark.parametrize("case", list(NUMPY_REFUSED))
+def test_numpy_arrays_dlpack_refuses_say_why(case):
+    """Session-15 review: these said "expected a torch.Tensor or numpy.ndarray on the CPU, got 'ndarray'"."""
+    a, why = NUMPY_REFUSED[case]
+    with pytest.raises(ValueError, match="tensor: " + why):
+        view(a)
+    with pytest.raises(ValueError, match="input 1: " + why):
+        autofuse.interpret(autofuse.parse("graph f(%x: f32[4], %y: f32[4]) {\n  return %x\n}\n"),
+                           [np.zeros(4, np.float32), a])
 
 
 GRAPH = """\

@@ -208,7 +208,9 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
     seed[s] = it->second;
   }
   try {
-    return bind_shape_symbols(args, nullptr, seed.empty() ? nullptr : &seed);
+    Bindings b = bind_shape_symbols(args, nullptr, seed.empty() ? nullptr : &seed);
+    check_sizes(graph_, b);  // a value of negative size (full {shape=[s0 - 10]} for s0 = 3)
+    return b;
   } catch (const IRError& e) {
     throw IRError("kernel " + name_ + ": " + e.what());
   }

@@ -62,8 +62,9 @@ class Kernel {
   /// failure (IRError, CompileError) is returned in its slot and does not affect the others.
   static std::vector<Compiled> compile_many(const std::vector<Graph>& graphs, int threads);
 
-  /// Output sizes for these inputs. Throws IRError when an input's dtype, rank or sizes conflict with the graph, or
-  /// when a given symbol (given_symbols()) is missing from `given`.
+  /// Output sizes for these inputs. Throws IRError when an input's dtype, rank or sizes conflict with the graph, when
+  /// a given symbol (given_symbols()) is missing from `given`, or when a value's size evaluates negative for them
+  /// (`kernel f: %y: size s0 - 10 evaluates to -7 < 0`; run() throws the same).
   std::vector<std::vector<int64_t>> output_sizes(const std::vector<HostTensor>& inputs,
                                                  const Bindings* given = nullptr) const;
 

@@ -9,6 +9,7 @@
 
 #include "autofuse/codegen/kernel_variant.h"
 #include "autofuse/ir/bind_symbols.h"
+#include "autofuse/ir/interpreter.h"
 #include "autofuse/tiling/launch.h"
 
 namespace autofuse {
@@ -101,7 +102,9 @@ Bindings Kernel::bind_concat(const std::vector<HostTensor>& inputs) const {
     args[i] = ShapeArg{&nd, &inputs[i].sizes};
   }
   try {
-    return bind_shape_symbols(args, &concat_->need);
+    Bindings b = bind_shape_symbols(args, &concat_->need);
+    check_sizes(graph_, b);  // a value of negative size (full {shape=[s0 - 10]} for s0 = 3)
+    return b;
   } catch (const IRError& e) {
     throw IRError("kernel " + name_ + ": " + e.what());
   }

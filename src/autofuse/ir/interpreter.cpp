@@ -193,6 +193,15 @@ std::vector<int64_t> eval_sizes(const Node& n, const Bindings& b) {
   return out;
 }
 
+/// Whether every symbol of e has a value in b.
+bool all_bound(const Expr& e, const Bindings& b) {
+  if (e.kind() == Expr::Kind::Sym) return b.count(e.name()) != 0;
+  if (e.is_const()) return true;
+  for (const Expr& a : e.args())
+    if (!all_bound(a, b)) return false;
+  return true;
+}
+
 }  // namespace
 
 Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, const Bindings* given) {
@@ -220,6 +229,14 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, con
     for (const auto& [name, v] : *given)
       if (need.count(name)) seed[name] = v;
   return bind_shape_symbols(args, &need, seed.empty() ? nullptr : &seed);
+}
+
+void check_sizes(const Graph& g, const Bindings& b) {
+  for (const Node& n : g.nodes()) {
+    bool bound = true;
+    for (const Expr& e : n.shape) bound = bound && all_bound(e, b);
+    if (bound) eval_sizes(n, b);  // throws naming the node
+  }
 }
 
 std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b) {

@@ -40,6 +40,11 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, con
 /// Throws IRError when a size evaluates negative or a symbol is unbound.
 std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b);
 
+/// Check that every node's sizes are >= 0 under the bindings: throws IRError naming the first node in graph order
+/// whose size evaluates negative (`%y: size s0 - 10 evaluates to -7 < 0`) or cannot be evaluated. A node with a size
+/// using a symbol `b` does not bind is skipped (a concat kernel binds only the symbols its launch needs).
+void check_sizes(const Graph& g, const Bindings& b);
+
 /// How the interpreter computes.
 struct InterpretOptions {
   /// Rounding of f16/bf16 nodes; the default follows AUTOFUSE_EMULATE_PRECISION_CASTS as kernels do (read when the

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "autofuse/ir/printer.h"
+
 namespace autofuse {
 
 bool Scalar::operator==(const Scalar& o) const {
@@ -277,6 +279,18 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
       dt = in[1].dtype;
       break;
   }
+  // An integer clamp converts its bounds to the input's dtype: a float bound that is not a whole number would be
+  // truncated (clamp(i64, min=0.5) let 0 through), where eager promotes the result to float. Whole floats (2.0) are
+  // the integer bound exactly.
+  if (k == OpKind::Clamp && !is_float(dt))
+    for (const char* b : {"min", "max"}) {
+      if (!has_attr(attrs, b)) continue;
+      const Scalar s = attr_scalar(attrs, b);
+      if (!s.is_int && !(std::trunc(s.f) == s.f && s.f >= -0x1p63 && s.f < 0x1p63))
+        fail(op, std::string("bound ") + b + "=" + print_float(s.f) + " is not an integer, but the input is " +
+                     std::string(dtype_name(dt)) +
+                     "; cast the input to a floating dtype first (eager's clamp promotes the result to float)");
+    }
 
   // Shape.
   Shape shape;
@@ -308,6 +322,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
       break;
     case ShapeRule::IotaShape:
       shape = {attr_expr(attrs, "length")};
+      if (auto c = shape[0].as_const(); c && *c < 0)
+        fail(op, "negative size " + shape[0].str() + " in shape " + shape_str(shape) + " (attribute 'length')");
       break;
     case ShapeRule::Broadcast:
       shape = in[0].shape;

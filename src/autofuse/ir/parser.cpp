@@ -108,11 +108,27 @@ class Parser {
 // Size expressions.
 
 Expr Parser::expr() {
-  Expr e = term();
+  std::vector<Expr> terms{term()};
+  std::vector<const Token*> ops;  // ops[i] joins terms[i + 1]
   while (at(Tok::Plus) || at(Tok::Minus)) {
-    const Token& op = next();
-    Expr r = term();
-    e = arith(op, [&] { return op.kind == Tok::Plus ? e + r : e - r; });
+    ops.push_back(&next());
+    terms.push_back(term());
+  }
+  if (ops.empty()) return terms[0];
+  // One sum of all the terms: adding them one at a time is quadratic in their number (a dim written as a sum of
+  // 2000 symbols took seconds). It accumulates constants and coefficients in the same order as the chain does, so it
+  // overflows only where the chain might; then the chain is rebuilt step by step to point at the operator.
+  try {
+    std::vector<Expr> signed_terms{terms[0]};
+    for (size_t i = 0; i < ops.size(); ++i)
+      signed_terms.push_back(ops[i]->kind == Tok::Plus ? terms[i + 1] : -terms[i + 1]);
+    return sum(signed_terms);
+  } catch (const std::overflow_error&) {
+  }
+  Expr e = terms[0];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Expr& r = terms[i + 1];
+    e = arith(*ops[i], [&] { return ops[i]->kind == Tok::Plus ? e + r : e - r; });
   }
   return e;
 }

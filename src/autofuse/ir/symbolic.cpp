@@ -5,6 +5,7 @@
 #include <climits>
 #include <functional>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace autofuse {
 
@@ -172,28 +173,36 @@ Expr make_add(const std::vector<Expr>& in) {
   for (const auto& e : in) push(e);
   int64_t constant = 0;
   std::vector<std::pair<Expr, int64_t>> terms;  // base -> coefficient
+  // Like terms are found by a linear scan while there are few, then through a hash index (a sum of n distinct
+  // symbols, parsed one '+' at a time, was cubic in n with the scan alone).
+  constexpr size_t kScanTerms = 8;
+  std::unordered_map<Expr, size_t> index;  // base -> its position in terms, once terms outgrows kScanTerms
   for (const auto& e : flat) {
     auto [c, base] = split_coeff(e);
     if (base.is_const()) {
       constant = checked_add(constant, checked_mul(c, base.value()));
       continue;
     }
-    bool found = false;
-    for (auto& t : terms)
-      if (t.first == base) {
-        t.second = checked_add(t.second, c);
-        found = true;
-        break;
-      }
-    if (!found) terms.emplace_back(base, c);
+    size_t at = terms.size();
+    if (terms.size() <= kScanTerms) {
+      for (size_t k = 0; k < terms.size() && at == terms.size(); ++k)
+        if (terms[k].first == base) at = k;
+    } else {
+      if (index.empty())
+        for (size_t k = 0; k < terms.size(); ++k) index.emplace(terms[k].first, k);
+      at = index.try_emplace(base, terms.size()).first->second;
+    }
+    if (at < terms.size())
+      terms[at].second = checked_add(terms[at].second, c);
+    else
+      terms.emplace_back(base, c);
   }
+  std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return less(a.first, b.first); });
   std::vector<Expr> out;
+  out.reserve(terms.size() + 1);
+  if (constant != 0) out.push_back(Expr(constant));
   for (const auto& [base, c] : terms)
     if (c != 0) out.push_back(scale(c, base));
-  std::sort(out.begin(), out.end(), [](const Expr& a, const Expr& b) {
-    return Expr::compare(split_coeff(a).second, split_coeff(b).second) < 0;
-  });
-  if (constant != 0) out.insert(out.begin(), Expr(constant));
   if (out.empty()) return Expr(0);
   if (out.size() == 1) return out[0];
   return ExprBuilder::raw(Expr::Kind::Add, std::move(out));
@@ -251,6 +260,8 @@ Expr make_mul(const std::vector<Expr>& in) {
 }
 
 }  // namespace
+
+Expr sum(const std::vector<Expr>& terms) { return make_add(terms); }
 
 Expr operator+(const Expr& a, const Expr& b) {
   if (a.is_const() && b.is_const()) return Expr(checked_add(a.value(), b.value()));

@@ -82,6 +82,11 @@ class Expr {
   friend class ExprBuilder;
 };
 
+/// The canonical sum of `terms` (0 for none), equal to terms[0] + terms[1] + ... but built in one step: O(n log n)
+/// for n terms, where the chain of `+` is quadratic. Throws std::overflow_error when a partial sum of the constants
+/// or of one base's coefficients, taken in order, does not fit in int64 (where the chain of `+` throws too).
+Expr sum(const std::vector<Expr>& terms);
+
 /// Answer of a comparison of symbolic sizes.
 enum class Tri : uint8_t { False, True, Unknown };
 

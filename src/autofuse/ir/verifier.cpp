@@ -136,6 +136,9 @@ class Verifier {
     } catch (const std::domain_error& e) {
       fail(id, e.what());
     }
+    for (const auto& d : n.shape)
+      if (auto c = d.as_const(); c && *c < 0)
+        fail(id, "negative size " + d.str() + " in declared type " + print_type(n.type()) + "; expected sizes >= 0");
     if (t.dtype != n.dtype || t.shape != n.shape)
       fail(id, "declared type " + print_type(n.type()) + " differs from the op table's; expected " + print_type(t));
     if (n.op == OpKind::Reshape)

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -164,17 +165,17 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
   return tmp;
 }
 
-/// The module of a verified disk entry, or null when there is none. An entry that fails verification (size,
-/// checksum, or dlopen) is moved out of the way atomically (a concurrent reader sees either it or nothing), counted
-/// in rebuilt_corrupt, and null is returned so the caller rebuilds it.
-std::shared_ptr<Module> load_entry(const std::string& dir, const std::string& key) {
+/// The module of a verified disk entry (counted in disk_hits when `count_hit`), or null when there is none. An entry
+/// that fails verification (size, checksum, or dlopen) is moved out of the way atomically (a concurrent reader sees
+/// either it or nothing), counted in rebuilt_corrupt, and null is returned so the caller rebuilds it.
+std::shared_ptr<Module> load_entry(const std::string& dir, const std::string& key, bool count_hit = true) {
   std::string entry = entry_dir_in(dir, key);
   struct stat st;
   if (::stat(entry.c_str(), &st) != 0) return nullptr;
   if (verify_entry(entry)) {
     try {
       auto m = Module::load(entry + "/kernel.so");
-      ++g_disk_hits;
+      if (count_hit) ++g_disk_hits;
       return m;
     } catch (const std::runtime_error&) {
       // Falls through: a verified file that does not load is treated as corrupt too.
@@ -200,13 +201,18 @@ bool install_entry(const std::string& dir, const std::string& key, const std::st
   throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err));
 }
 
-/// The disk-cache path of compile_module: verify and load an entry, or build and install one.
+std::function<void(const std::string&, const std::string&)> g_install_hook;  // set_cache_install_hook
+
+/// The disk-cache path of compile_module: verify and load an entry, or build and install one. The lookup counts
+/// once: a disk hit, or a compile, also when another thread or process installed the entry first and its entry is
+/// loaded instead (the compiler ran for this lookup; *hit is false).
 std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string& key, const std::string& source,
                                       const std::string& hint, const std::string& include_dir, bool* hit) {
   std::string entry = entry_dir_in(dir, key);
+  bool compiled = false;  // built by this call (and counted in compiles), its install lost to another's
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (auto m = load_entry(dir, key)) {
-      *hit = true;
+    if (auto m = load_entry(dir, key, /*count_hit=*/!compiled)) {
+      *hit = !compiled;
       return m;
     }
     std::string tmp = build_in_temp(source, hint, key, include_dir);
@@ -216,7 +222,9 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
       throw std::runtime_error("compiled kernel " + tmp + "/kernel.so cannot be read");
     }
     write_file(tmp + "/meta", meta_text(binary, hint + ".cpp"));
-    ++g_compiles;
+    if (!compiled) ++g_compiles;
+    compiled = true;
+    if (g_install_hook) g_install_hook(tmp, entry);
     if (!install_entry(dir, key, tmp)) continue;  // another thread or process installed it first: use theirs
     *hit = false;
     return Module::load(entry + "/kernel.so");
@@ -538,6 +546,10 @@ std::vector<ModuleOutcome> compile_modules(const std::vector<ModuleRequest>& req
     }
   }
   return out;
+}
+
+void set_cache_install_hook(std::function<void(const std::string& tmp, const std::string& entry)> hook) {
+  g_install_hook = std::move(hook);
 }
 
 CacheStats cache_stats() {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +23,9 @@ struct CompileResult {
 
 /// Process-wide counters since start or the last reset_cache_stats(): kernel sources compiled (a batch of n sources
 /// compiled in one compiler run counts n), loads from disk, modules found already loaded in this process, disk
-/// entries found corrupt (bad size/checksum, or dlopen failed) and rebuilt, and compiler processes run.
+/// entries found corrupt (bad size/checksum, or dlopen failed) and rebuilt, and compiler processes run. A lookup
+/// counts in exactly one of compiles, disk_hits and memory_hits: one that compiled, then lost the install to another
+/// thread or process and loaded that entry instead, is a compile.
 struct CacheStats {
   int64_t compiles = 0, disk_hits = 0, memory_hits = 0, rebuilt_corrupt = 0, compiler_runs = 0;
 };
@@ -76,5 +79,10 @@ void reset_cache_stats();
 /// Forgets the modules loaded by this process (they stay loaded while referenced), so the next compile_module of
 /// the same source goes to the disk cache. For tests and benchmarks of the warm path.
 void clear_memory_cache();
+
+/// For tests: a function compile_module calls after building an entry in its temporary directory `tmp` and before
+/// installing it as `entry` (empty: none, the default). One that creates `entry` itself simulates another process
+/// winning the install race. Not thread-safe: set it while no compile runs.
+void set_cache_install_hook(std::function<void(const std::string& tmp, const std::string& entry)> hook);
 
 }  // namespace autofuse
