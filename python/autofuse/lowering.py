@@ -17,12 +17,14 @@ Fallbacks are collected as ``(op, reason)`` pairs and logged once per process at
 from __future__ import annotations
 
 import logging
+import math
 import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import sympy
+
 import torch
 import torch.fx
 
@@ -41,18 +43,27 @@ class Unsupported(Exception):
     """Raised by a lowering function when it cannot lower a node; the message is the fallback reason."""
 
 
-def check_int_scalar_fits(value, dtype: torch.dtype, what: str) -> None:
-    """Raise Unsupported when ``value``, a Python int, is outside the integer ``dtype``'s range.
+def check_scalar_fits(value, dtype: torch.dtype, what: str, floats: bool = True) -> None:
+    """Raise Unsupported where eager's scalar range check raises for ``value`` converted to ``dtype``.
 
-    For the ops whose scalar eager converts to the tensor's dtype with a range check (clamp bounds, fill values,
-    where/masked_fill scalars), eager raises ``RuntimeError: value cannot be converted to type int without
-    overflow``; a kernel would wrap the value silently, so the op stays with ATen, which raises that error. (add,
-    mul, comparisons and bitwise ops take out-of-range scalars without a check in eager; they wrap alike here.)
-    Floats, bools, float dtypes and bool do nothing."""
-    if isinstance(value, bool) or not isinstance(value, int) or dtype.is_floating_point or dtype == torch.bool:
+    For the ops whose Python scalar eager converts to the tensor's dtype with a range check (clamp bounds, fill and
+    masked_fill values, add/sub's alpha; where's integer scalars) eager raises ``RuntimeError: value cannot be
+    converted to type ... without overflow``; a kernel would wrap or saturate silently, so the op stays with ATen,
+    which raises that error. The ranges are eager's (measured, torch 2.13): signed integers their own, unsigned
+    integers [-max, max] (-1 on uint8 is 255), float dtypes a finite value beyond +-finfo.max (inf and NaN pass; with
+    ``floats=False`` no float check: where's float scalars overflow to inf in eager). add, mul, comparisons and
+    bitwise ops take out-of-range scalars without a check in eager; they wrap alike here."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or dtype == torch.bool:
+        return
+    if dtype.is_floating_point:
+        if floats and math.isfinite(value) and abs(value) > torch.finfo(dtype).max:
+            raise Unsupported(f"{what} {value} is out of range for {dtype} (eager raises an overflow error)")
+        return
+    if not isinstance(value, int):
         return
     info = torch.iinfo(dtype)
-    if not info.min <= value <= info.max:
+    lo = -info.max if info.min == 0 else info.min
+    if not lo <= value <= info.max:
         raise Unsupported(f"{what} {value} does not fit {dtype} (eager raises an overflow error)")
 
 

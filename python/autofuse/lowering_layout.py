@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .lowering import DTYPE_TO_IR, LOWERINGS, Lowerer, Unsupported, check_int_scalar_fits, register
+from .lowering import DTYPE_TO_IR, LOWERINGS, Lowerer, Unsupported, check_scalar_fits, register
 from .lowering_shapes import as_size
 
 aten = torch.ops.aten
@@ -77,23 +77,25 @@ def _expand(L: Lowerer, node) -> int:
     return L.add("broadcast_to", [x], {"shape": list(shape)}, L.node(x).dtype, shape)
 
 
-def _fill_value(dt: torch.dtype, v):
+def _fill_value(dt: torch.dtype, v, checked: bool = True):
     if not isinstance(v, (bool, int, float)):
         raise Unsupported("non-constant fill value")
     if dt == torch.bool:
         return int(bool(v))
-    check_int_scalar_fits(v, dt, "fill value")
+    # integer fills are range-checked in eager; float ones by full / full_like, not by scalar_tensor (which torch's
+    # decompositions put in where / masked_fill: where(c, x, 1e5) in float16 is inf)
+    check_scalar_fits(v, dt, "fill value", floats=checked)
     return float(v) if dt.is_floating_point else int(v)
 
 
-def _factory(L: Lowerer, node, value) -> int:
+def _factory(L: Lowerer, node, value, checked: bool = True) -> int:
     val = node.meta["val"]
     if val.dtype not in DTYPE_TO_IR:
         raise Unsupported(f"dtype {val.dtype}")
     if val.device.type != "cpu":
         raise Unsupported(f"device {val.device}")
     shape = L.shape_of(node)
-    value = _fill_value(val.dtype, value)
+    value = _fill_value(val.dtype, value, checked)
     if not shape:
         return L.constant(value, val.dtype)
     return L.add("full", [], {"value": value, "dtype": DTYPE_TO_IR[val.dtype], "shape": list(shape)}, val.dtype, shape)
@@ -106,7 +108,7 @@ def _full(L: Lowerer, node) -> int:
 
 @register(aten.scalar_tensor.default)
 def _scalar_tensor(L: Lowerer, node) -> int:
-    return _factory(L, node, node.args[0])
+    return _factory(L, node, node.args[0], checked=False)
 
 
 @register(aten.full_like.default)

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .lowering import Lowerer, Unsupported, check_int_scalar_fits, register
+from .lowering import Lowerer, Unsupported, check_scalar_fits, register
 from .lowering_shapes import broadcast_sizes
 
 aten = torch.ops.aten
@@ -155,14 +155,23 @@ def _compare(L: Lowerer, node) -> int:
     return _op(L, _COMPARE[node.target.overloadpacket], [x, y], dtype=torch.bool)
 
 
-def _scaled(L: Lowerer, node, b, dt, alpha_dt=None) -> int:
-    """``alpha * b`` for add/sub's alpha keyword (absent or 1: just b); alpha rounded to ``alpha_dt`` (default dt)."""
-    y = L.operand(b, dt)
+def _in(L: Lowerer, v, dt, cdt) -> int:
+    """Operand ``v`` converted to the op's dtype ``dt`` (a 0-d float32 tensor added to a float16 one is rounded to
+    float16, as in eager), then to the compute dtype ``cdt``."""
+    return L.cast(L.operand(v, dt), cdt)
+
+
+def _scaled(L: Lowerer, node, b, dt, cdt=None) -> int:
+    """``alpha * b`` for add/sub's alpha keyword (absent or 1: just b), b in dtype ``dt``, computed in ``cdt``
+    (default dt) with alpha rounded to dt. An alpha out of dt's range stays with ATen (eager raises)."""
+    cdt = cdt or dt
+    y = _in(L, b, dt, cdt)
     alpha = node.kwargs.get("alpha", 1)
     if alpha != 1:
-        if alpha_dt is not None and alpha_dt != dt:
-            alpha = torch.tensor(alpha, dtype=alpha_dt).item()
-        y = _op(L, "mul", [y, L.constant(alpha, dt)])
+        check_scalar_fits(alpha, dt, "alpha")
+        if cdt != dt:
+            alpha = torch.tensor(alpha, dtype=dt).item()
+        y = _op(L, "mul", [y, L.constant(alpha, cdt)])
     return y
 
 
@@ -195,7 +204,7 @@ def _add_sub(L: Lowerer, node) -> int:
         return _op(L, "logical_or", [L.operand(a, dt), y], dtype=torch.bool)
     op = "add" if node.target.overloadpacket is aten.add else "sub"
     cdt = _alpha_opmath(node, dt, a, b)
-    return _op(L, op, [L.operand(a, cdt), _scaled(L, node, b, cdt, dt)])
+    return _op(L, op, [_in(L, a, dt, cdt), _scaled(L, node, b, dt, cdt)])
 
 
 def _alpha_opmath(node, dt: torch.dtype, *args) -> torch.dtype:
@@ -203,10 +212,11 @@ def _alpha_opmath(node, dt: torch.dtype, *args) -> torch.dtype:
 
     Eager's vectorized CPU loop computes ``a + alpha * b`` of reduced-precision tensors in float32 with alpha rounded
     to the tensor's dtype, and rounds once (torch 2.13, measured: the same bits on 100000 random float16 and bfloat16
-    pairs for alpha 3 and 0.1 except ~10 elements at the end of each thread's chunk, where its scalar tail rounds the
-    product first). Lowered as a float16 mul then add, the product was rounded too under
-    AUTOFUSE_EMULATE_PRECISION_CASTS=1: ~27 % of the elements differed from eager for alpha=3 (review, session 14).
-    Python-scalar operands keep the tensor's dtype (eager rounds them to it)."""
+    pairs for alpha 3 and 0.1 except ~10 elements at the end of each thread's chunk, where its scalar loop rounds the
+    product first; that loop also does all of a tensor shorter than its vector block). Lowered as a float16 mul then
+    add, the product was rounded too under AUTOFUSE_EMULATE_PRECISION_CASTS=1: ~27 % of the elements of a long
+    tensor differed from eager for alpha=3 (review, session 14); now short tensors differ instead (docs/precision.md).
+    Operands are rounded to the op's dtype first (``_in``); Python-scalar operands keep the tensor's dtype."""
     if dt in _LOWP and node.kwargs.get("alpha", 1) != 1 and all(isinstance(x, torch.fx.Node) for x in args):
         return torch.float32
     return dt
@@ -217,7 +227,7 @@ def _rsub(L: Lowerer, node) -> int:
     a, b = node.args[0], node.args[1]
     dt = L.promote(a, b)
     cdt = _alpha_opmath(node, dt, a, b)
-    return _op(L, "sub", [L.operand(b, cdt), _scaled(L, node, a, cdt, dt)])
+    return _op(L, "sub", [_in(L, b, dt, cdt), _scaled(L, node, a, dt, cdt)])
 
 
 @register(aten.div)
@@ -241,7 +251,12 @@ def _div(L: Lowerer, node) -> int:
         r = _op(L, "fmod", [x, y])
         zero = L.constant(0, dt)
         inexact = _op(L, "ne", [r, zero], dtype=torch.bool)
-        opposite = _op(L, "lt" if b > 0 else "gt", [x, zero], dtype=torch.bool)
+        # the sign of c as the kernel sees it: eager converts the scalar to dt without a range check (200 on int8 is
+        # -56; review, session 14)
+        bits = 8 * dt.itemsize
+        c = b % (1 << bits)
+        c = c - (1 << bits) if dt != torch.uint8 and c >= 1 << (bits - 1) else c
+        opposite = _op(L, "lt" if c > 0 else "gt", [x, zero], dtype=torch.bool)
         fix = L.cast(_op(L, "logical_and", [inexact, opposite], dtype=torch.bool), dt)
         return _op(L, "add", [q, fix])
     raise Unsupported(f"rounding_mode={mode!r} on {dt}")
@@ -286,7 +301,7 @@ def _where(L: Lowerer, node) -> int:
     cond, a, b = node.args
     dt = _out_dtype(node)
     for v in (a, b):
-        check_int_scalar_fits(v, dt, "where scalar")
+        check_scalar_fits(v, dt, "where scalar", floats=False)
     c = L.cast(L.value(cond), torch.bool)
     return _op(L, "where", [c, L.operand(a, dt), L.operand(b, dt)], dtype=dt)
 
@@ -295,7 +310,7 @@ def _where(L: Lowerer, node) -> int:
 def _masked_fill(L: Lowerer, node) -> int:
     x, mask, value = node.args
     dt = _out_dtype(node)
-    check_int_scalar_fits(value, dt, "masked_fill value")
+    check_scalar_fits(value, dt, "masked_fill value")
     c = L.cast(L.value(mask), torch.bool)
     return _op(L, "where", [c, L.operand(value, dt), L.operand(x, dt)], dtype=dt)
 
@@ -320,7 +335,7 @@ def _clamp(L: Lowerer, node) -> int:
             continue
         if not isinstance(bound, (int, float)) or isinstance(bound, bool):
             raise Unsupported("non-constant clamp bound")
-        check_int_scalar_fits(bound, dt, f"clamp {key}")
+        check_scalar_fits(bound, dt, f"clamp {key}")
         attrs[key] = float(bound) if dt.is_floating_point else int(bound)
     if not attrs:
         return x

@@ -3,7 +3,9 @@
 
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 
 #include "torch_direct.h"
@@ -46,7 +48,10 @@ std::string numpy_import_problem(nb::handle obj) {
   if (!nb::isinstance(obj, mod.attr("ndarray"))) return "";
   nb::object dt = obj.attr("dtype");
   const std::string dts = py_str(dt), kind = py_str(dt.attr("kind"));
-  if (kind.size() != 1 || std::string("biufc").find(kind[0]) == std::string::npos)
+  // kind + item size of the dtypes kernels take (float128 / complex256 have kind f / c but no DLPack code)
+  const std::string ks = kind + std::to_string(nb::cast<int64_t>(dt.attr("itemsize")));
+  static const char* const kSupported[] = {"b1", "u1", "i1", "i2", "i4", "i8", "f2", "f4", "f8"};
+  if (std::find(std::begin(kSupported), std::end(kSupported), ks) == std::end(kSupported))
     return "numpy array of dtype '" + dts +
            "' is not supported; expected bool, uint8, int8, int16, int32, int64, float16, float32 or float64";
   if (!nb::cast<bool>(dt.attr("isnative")))

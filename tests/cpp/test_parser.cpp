@@ -268,7 +268,7 @@ TEST(ParseExpr, Errors) {
   EXPECT_EQ(parse_expr("-1 - -9223372036854775808"), Expr(std::numeric_limits<int64_t>::max()));
 }
 
-// Session 15 review: a dim written as a sum of n distinct symbols parsed in time cubic in n (2000: ~5 s; each '+'
+// Session 14 review: a dim written as a sum of n distinct symbols parsed in time cubic in n (2000: ~5 s; each '+'
 // re-canonicalized the whole sum with a linear like-term search). Now one sum of the terms: milliseconds.
 TEST(ParseExpr, LongSums) {
   std::string text;

@@ -228,7 +228,7 @@ TEST_F(RuntimeCache, ConcurrentThreadsCompileOnce) {
   EXPECT_EQ(s.memory_hits, kThreads - 1);
 }
 
-// Session 15 review: a process that compiled a source and lost the install race to another process loaded the
+// Session 14 review: a process that compiled a source and lost the install race to another process loaded the
 // winner's entry and counted the one lookup twice (compiles 1 and disk_hits 1). The install hook plays the other
 // process: it installs a copy of the build before this call's rename. The lookup is one compile, not a cache hit.
 TEST_F(RuntimeCache, LostInstallRaceCountsOneCompile) {

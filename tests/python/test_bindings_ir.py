@@ -114,7 +114,7 @@ def test_builder_errors_name_the_node_and_expectation():
 
 
 def test_ints_outside_int64_are_refused_by_name():
-    """Session-15 review: these raised RuntimeError('std::bad_cast'), naming neither the attribute nor the problem."""
+    """Review (session 14): these raised RuntimeError('std::bad_cast'), naming neither the attribute nor the problem."""
     g = Graph()
     x = g.add_input("x", "f32", [4])
     with pytest.raises(OverflowError, match="clamp: attribute 'max': integer 1180591620717411303424 does not fit in "

@@ -54,7 +54,7 @@ def test_impossible_reshape_is_reported_with_its_line(tmp_path):
 
 
 def test_negative_run_time_size_names_the_value(tmp_path):
-    # session-15 review: `run` exited 2 (usage) with "HostTensor::empty: negative size -7"; interp named the value
+    # session-14 review: `run` exited 2 (usage) with "HostTensor::empty: negative size -7"; interp named the value
     f = tmp_path / "neg.af"
     f.write_text("graph f(%x: f32[s0]) {\n  %y = full() {value=1, dtype=f32, shape=[s0 - 10]}\n"
                  "  %z = add(%y, %y)\n  return %z\n}\n")

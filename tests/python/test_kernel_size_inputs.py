@@ -61,7 +61,7 @@ def test_iota_beside_a_broadcast_source():
 
 
 def test_negative_size_is_an_error_naming_the_value():
-    """A size that evaluates negative for the actual inputs (session-15 review): output_sizes returned [[-7]], and run
+    """A size that evaluates negative for the actual inputs (session-14 review): output_sizes returned [[-7]], and run
     computed a sum over a (-7)-element value. Both raise IRError naming the value and its size, as the interpreter."""
     from autofuse import _core
 

@@ -74,7 +74,7 @@ def test_read_only_numpy_is_refused_for_writing_only():
 
 
 def test_outputs_with_overlapping_elements_are_refused():
-    """Session-15 review: Kernel.run wrote row sums into torch.zeros(1, 1).expand(4096, 1) (one float for every row);
+    """Review (session 14): Kernel.run wrote row sums into torch.zeros(1, 1).expand(4096, 1) (one float for every row);
     the threads raced and the value left varied from run to run. Read-only outputs were already refused."""
     expanded = torch.zeros(1, 1).expand(4096, 1)
     with pytest.raises(ValueError, match=r"tensor: its elements overlap in memory \(f32\[4096, 1\] strides \[0, 1\]: "
@@ -113,6 +113,7 @@ NUMPY_REFUSED = {
     "big-endian": (np.arange(6, dtype=">f4"), r"numpy array has non-native byte order \(dtype '>f4'\)"),
     "object": (np.array([object()] * 6), r"numpy array of dtype 'object' is not supported; expected bool, uint8"),
     "str": (np.array(["a", "b"]), r"numpy array of dtype '<U1' is not supported"),
+    "float128": (np.zeros(4, np.longdouble), r"numpy array of dtype 'float128' is not supported"),
     "byte stride 6": (np.lib.stride_tricks.as_strided(np.zeros(64, np.uint8).view(np.float32)[:1], shape=(4,),
                                                       strides=(6,)),
                       r"numpy array has byte strides \(6,\), not all multiples of its item size 4"),
@@ -121,7 +122,7 @@ NUMPY_REFUSED = {
 
 @pytest.mark.parametrize("case", list(NUMPY_REFUSED))
 def test_numpy_arrays_dlpack_refuses_say_why(case):
-    """Session-15 review: these said "expected a torch.Tensor or numpy.ndarray on the CPU, got 'ndarray'"."""
+    """Review (session 14): these said "expected a torch.Tensor or numpy.ndarray on the CPU, got 'ndarray'"."""
     a, why = NUMPY_REFUSED[case]
     with pytest.raises(ValueError, match="tensor: " + why):
         view(a)

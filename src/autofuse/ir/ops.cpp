@@ -287,7 +287,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
       if (!has_attr(attrs, b)) continue;
       const Scalar s = attr_scalar(attrs, b);
       if (!s.is_int && !(std::trunc(s.f) == s.f && s.f >= -0x1p63 && s.f < 0x1p63))
-        fail(op, std::string("bound ") + b + "=" + print_float(s.f) + " is not an integer, but the input is " +
+        fail(op, std::string("bound ") + b + "=" + print_float(s.f) +
+                     (std::trunc(s.f) == s.f ? " is outside int64" : " is not an integer") + ", but the input is " +
                      std::string(dtype_name(dt)) +
                      "; cast the input to a floating dtype first (eager's clamp promotes the result to float)");
     }
