@@ -113,6 +113,26 @@ const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kDen = std::numeric_limits<float>::denorm_min();
 
+// sqrt is correctly rounded (IEEE; the kernels use the instruction): bit for bit against std::sqrt on the sweep's
+// patterns and on inputs where SLEEF's sqrt u05, used before, was one ulp off (review, session 14).
+TEST(KernelSqrt, CorrectlyRounded) {
+  const UnaryKernel k("sqrt");
+  const uint64_t step = testing_float::sweep_step("AUTOFUSE_MATH_SWEEP_STEP");
+  uint64_t bad = 0;
+  auto check = [&](const std::vector<float>& xs) {
+    const std::vector<float> ys = k(xs);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float want = std::sqrt(xs[i]);
+      if (std::isnan(want) ? !std::isnan(ys[i]) : std::memcmp(&want, &ys[i], 4) != 0)
+        if (bad++ < 5) ADD_FAILURE() << "sqrt(" << xs[i] << ") = " << ys[i] << ", want " << want;
+    }
+  };
+  testing_float::for_each_pattern_chunk(step, check);
+  check({bits_to_float(0x065ae03bu), -0.0f, 0.0f, -1.0f, std::numeric_limits<float>::infinity(),
+         std::numeric_limits<float>::denorm_min()});
+  EXPECT_EQ(bad, 0u);
+}
+
 TEST(KernelTanh, DenseSweepWithinOneUlp) {
   EXPECT_LE(sweep_max_ulp("tanh", ref_tanh), 1.0);  // docs/codegen.md: 0.81 ulp measured over all inputs
 }
