@@ -193,15 +193,6 @@ std::vector<int64_t> eval_sizes(const Node& n, const Bindings& b) {
   return out;
 }
 
-/// Whether every symbol of e has a value in b.
-bool all_bound(const Expr& e, const Bindings& b) {
-  if (e.kind() == Expr::Kind::Sym) return b.count(e.name()) != 0;
-  if (e.is_const()) return true;
-  for (const Expr& a : e.args())
-    if (!all_bound(a, b)) return false;
-  return true;
-}
-
 }  // namespace
 
 Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, const Bindings* given) {
@@ -233,9 +224,13 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, con
 
 void check_sizes(const Graph& g, const Bindings& b) {
   for (const Node& n : g.nodes()) {
-    bool bound = true;
-    for (const Expr& e : n.shape) bound = bound && all_bound(e, b);
-    if (bound) eval_sizes(n, b);  // throws naming the node
+    bool check = false, bound = true;
+    for (const Expr& e : n.shape) {
+      if (provably_nonnegative(e)) continue;  // sizes, their sums and products: most shapes, nothing to evaluate
+      check = true;
+      for (const std::string& s : e.symbols()) bound = bound && b.count(s) != 0;
+    }
+    if (check && bound) eval_sizes(n, b);  // throws naming the node
   }
 }
 

@@ -41,8 +41,9 @@ Bindings bind_symbols(const Graph& g, const std::vector<HostTensor>& inputs, con
 std::vector<std::vector<int64_t>> output_sizes(const Graph& g, const Bindings& b);
 
 /// Check that every node's sizes are >= 0 under the bindings: throws IRError naming the first node in graph order
-/// whose size evaluates negative (`%y: size s0 - 10 evaluates to -7 < 0`) or cannot be evaluated. A node with a size
-/// using a symbol `b` does not bind is skipped (a concat kernel binds only the symbols its launch needs).
+/// whose size evaluates negative (`%y: size s0 - 10 evaluates to -7 < 0`) or cannot be evaluated. Sizes that are
+/// provably >= 0 are not evaluated; a node with a size using a symbol `b` does not bind is skipped (a concat kernel
+/// binds only the symbols its launch needs).
 void check_sizes(const Graph& g, const Bindings& b);
 
 /// How the interpreter computes.
