@@ -136,10 +136,11 @@ def _binary_operands(L: Lowerer, node, a, b):
 @register(*_BINARY)
 def _binary(L: Lowerer, node) -> int:
     op = _BINARY[node.target.overloadpacket]
-    if op == "mul":
+    if op in ("mul", "floordiv"):
         a, b = node.args[0], node.args[1]
-        dt = _opmath(L.promote(a, b), a, b)
-        return _op(L, op, [L.operand(a, dt), L.operand(b, dt)])
+        dt = _opmath(L.promote(a, b), b)
+        if op == "mul" or dt.is_floating_point:  # integer floor division: checked below
+            return _op(L, op, [L.operand(a, dt), L.operand(b, dt)])
     if op in _INT_DIVISION:
         _check_integer_divisor(L.promote(node.args[0], node.args[1]), node.args[1])
     dt, x, y = _binary_operands(L, node, node.args[0], node.args[1])
@@ -178,15 +179,18 @@ def _scaled(L: Lowerer, node, b, dt, cdt=None) -> int:
 _LOWP = (torch.float16, torch.bfloat16)
 
 
-def _opmath(dt: torch.dtype, *args) -> torch.dtype:
-    """The dtype mul/div compute in: float32 when a float16/bfloat16 op has a Python-scalar operand.
+def _opmath(dt: torch.dtype, other) -> torch.dtype:
+    """The dtype mul, div and floor / trunc division compute in: float32 when the op's dtype ``dt`` is float16 /
+    bfloat16 and its second operand ``other`` is a Python scalar; else ``dt``.
 
-    Eager's CPU mul/div kernels keep such a scalar in float32 (ATen's ``opmath_type``) rather than rounding it to the
-    tensor's dtype, then round the result once; computing the node in float32 (the Lowerer casts it back to the node's
-    dtype) gives the same bits. add/sub round the scalar to the tensor's dtype in eager, so they do not use this
-    (both measured by tests/conformance/test_precision.py: ``x * 0.1`` in f16 differed by an ulp before).
+    Eager's CPU mul, div_true, div_floor and div_trunc kernels keep such a scalar in float32 (ATen's
+    ``original_scalar_value<opmath_t>``) rather than rounding it to the tensor's dtype, compute in float32 and round
+    the result once; computing the node in float32 (the Lowerer casts it back to the node's dtype, one rounding under
+    both precision policies) gives the same bits. add/sub (alpha too), remainder, fmod, pow, atan2 round the scalar to
+    the tensor's dtype in eager, so they do not use this (tests/python/test_lowp_scalar_operands.py; ``x * 0.1`` in
+    f16 differed by an ulp, f16 ``7 // 0.7`` was 9 instead of 10).
     """
-    if dt in _LOWP and any(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
+    if dt in _LOWP and isinstance(other, (int, float)) and not isinstance(other, bool):
         return torch.float32
     return dt
 
@@ -236,9 +240,10 @@ def _div(L: Lowerer, node) -> int:
     mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
     dt = L.promote(a, b)
     if mode is None:
-        dt = _opmath(_out_dtype(node), a, b)  # integer / integer is true division in the default float type
+        dt = _opmath(_out_dtype(node), b)  # integer / integer is true division in the default float type
         return _op(L, "div", [L.operand(a, dt), L.operand(b, dt)])
     _check_integer_divisor(dt, b)
+    dt = _opmath(dt, b)
     x, y = L.operand(a, dt), L.operand(b, dt)
     if mode == "floor":
         return _op(L, "floordiv", [x, y])
