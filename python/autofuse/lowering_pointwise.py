@@ -179,18 +179,29 @@ def _scaled(L: Lowerer, node, b, dt, cdt=None) -> int:
 _LOWP = (torch.float16, torch.bfloat16)
 
 
+def _is_cpu_scalar(arg) -> bool:
+    """Whether eager's TensorIterator sees ``arg`` as a CPU scalar whose original value it can read: a Python number
+    (a bool is 0 or 1 in any dtype: left out) or a 0-d tensor of any dtype (Dynamo's dynamic Python floats arrive as
+    one, converted to float32 in the graph; so do ``torch.tensor(0.7)`` constants)."""
+    if isinstance(arg, torch.fx.Node):
+        val = arg.meta.get("val")
+        return isinstance(val, torch.Tensor) and val.dim() == 0
+    return isinstance(arg, (int, float)) and not isinstance(arg, bool)
+
+
 def _opmath(dt: torch.dtype, other) -> torch.dtype:
     """The dtype mul, div and floor / trunc division compute in: float32 when the op's dtype ``dt`` is float16 /
-    bfloat16 and its second operand ``other`` is a Python scalar; else ``dt``.
+    bfloat16 and its second operand ``other`` is a CPU scalar (``_is_cpu_scalar``); else ``dt``.
 
-    Eager's CPU mul, div_true, div_floor and div_trunc kernels keep such a scalar in float32 (ATen's
-    ``original_scalar_value<opmath_t>``) rather than rounding it to the tensor's dtype, compute in float32 and round
-    the result once; computing the node in float32 (the Lowerer casts it back to the node's dtype, one rounding under
-    both precision policies) gives the same bits. add/sub (alpha too), remainder, fmod, pow, atan2 round the scalar to
-    the tensor's dtype in eager, so they do not use this (tests/python/test_lowp_scalar_operands.py; ``x * 0.1`` in
-    f16 differed by an ulp, f16 ``7 // 0.7`` was 9 instead of 10).
+    Eager's CPU mul, div_true, div_floor and div_trunc kernels read such a second operand at float32 (ATen's
+    ``original_scalar_value<opmath_t>``, from its own dtype) rather than rounding it to the tensor's dtype, compute in
+    float32 and round the result once; computing the node in float32 (the Lowerer casts it back to the node's dtype,
+    one rounding under both precision policies) gives the same bits. A scalar first operand, and add/sub (alpha too),
+    remainder, fmod, pow, atan2, comparisons, are converted to the tensor's dtype in eager, so they do not use this
+    (tests/python/test_lowp_scalar_operands.py; ``x * 0.1`` in f16 differed by an ulp, f16 ``7 // 0.7`` was 9
+    instead of 10, ``x * torch.tensor(0.7)`` differed in 1717 of 4096 f16 elements).
     """
-    if dt in _LOWP and isinstance(other, (int, float)) and not isinstance(other, bool):
+    if dt in _LOWP and _is_cpu_scalar(other):
         return torch.float32
     return dt
 
