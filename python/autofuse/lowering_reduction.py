@@ -30,8 +30,9 @@ def _scalar_reduce(L: Lowerer, op: str, x: int, dtype, attrs) -> int:
 
     prod/amax/amin: ``x * 1`` (a fresh node keeping NaN and the sign of zero); sum/mean: ``x + 0`` (eager's
     accumulator starts at +0, so the sum of -0.0 is +0.0); argmax/argmin: 0;
-    any/all: ``x != 0`` (NaN counts as true, as in eager); var with correction c: ``(x - x)^2 / (1 - c)`` (0 for c=0,
-    NaN for c=1 and for an infinite or NaN x, as eager's one-element variance).
+    any/all: ``x != 0`` (NaN counts as true, as in eager); var with correction c: ``(x - x)^2 / max(0, 1 - c)`` (0
+    for c <= 0, NaN for c >= 1 and for an infinite or NaN x, as eager's one-element variance, which divides by
+    max(0, N - c); review 16b: c >= 2 gave -0.0).
     """
     xd = L.node(x).dtype
     if op in ("argmax", "argmin"):
@@ -41,7 +42,7 @@ def _scalar_reduce(L: Lowerer, op: str, x: int, dtype, attrs) -> int:
     if op == "var":
         d = L.add("sub", [x, x], {}, xd, ())
         sq = L.add("mul", [d, d], {}, xd, ())
-        return L.add("div", [sq, L.constant(1 - int(attrs["correction"]), xd)], {}, xd, ())
+        return L.add("div", [sq, L.constant(max(0, 1 - int(attrs["correction"])), xd)], {}, xd, ())
     y = L.cast(x, dtype or xd)
     yd = L.node(y).dtype
     if op in ("sum", "mean") and yd != torch.bool:

@@ -410,6 +410,9 @@ ZERO_D_REDUCTIONS = {
     "amin": lambda t: t.amin(0), "argmax": lambda t: t.argmax(), "argmin": lambda t: t.argmin(0),
     "any": lambda t: t.any(), "all": lambda t: t.all(), "mean": lambda t: t.float().mean(),
     "var": lambda t: t.float().var(correction=0), "var1": lambda t: t.float().var(),
+    # review 16b: correction >= 2 divides by max(0, 1 - c) = 0 in eager (NaN); ours divided by 1 - c (-0.0)
+    "var2": lambda t: t.float().var(correction=2), "std2": lambda t: t.float().std(correction=2),
+    "var_mean3": lambda t: torch.var_mean(t.float(), correction=3)[0],
     "logsumexp": lambda t: torch.logsumexp(t.float(), 0),
 }
 
