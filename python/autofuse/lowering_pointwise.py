@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .lowering import Lowerer, Unsupported, check_scalar_fits, register
+from .lowering import Lowerer, Unsupported, UnsupportedGraph, check_scalar_fits, register
 from .lowering_shapes import broadcast_sizes
 
 aten = torch.ops.aten
@@ -284,6 +284,12 @@ def _pow(L: Lowerer, node) -> int:
     dt = _out_dtype(node)
     if not isinstance(a, torch.fx.Node):
         return _op(L, "pow", [L.operand(a, dt), L.operand(b, dt)])
+    if isinstance(b, bool) and L.meta(a).dtype == torch.bool:
+        if dt != torch.bool:
+            # eager's pow copies the base (or fills ones) and keeps bool, torch's metadata says int64 (torch 2.13):
+            # nodes downstream are typed from it too, so the graph runs as-is (review 16b)
+            raise UnsupportedGraph(f"bool tensor ** {b}: torch's metadata says {dt}, eager returns bool")
+        raise Unsupported("pow of a bool tensor")
     x = L.operand(a, dt)
     if isinstance(b, (int, float)) and not isinstance(b, bool):
         # ATen's pow(tensor, scalar) kernel special-cases these exponents the same way (exact results).

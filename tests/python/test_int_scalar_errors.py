@@ -103,3 +103,16 @@ def test_alpha_with_a_0d_float32_operand(swap, dtype, emulate, monkeypatch):
     got, want = torch.compile(fn, backend="autofuse")(x, s), fn(x, s)
     assert got.dtype == want.dtype and torch.equal(got.view(torch.int16), want.view(torch.int16)), (
         f"{int((got != want).sum())} of 4096 differ")
+
+
+@pytest.mark.parametrize("exp", [True, False])
+def test_bool_tensor_to_a_bool_power_is_bool(exp, monkeypatch):
+    """Review 16b: ``b ** True`` is a bool tensor in eager (pow's kernel copies the base, or fills ones for False), but
+    torch's metadata for ``aten.pow.Tensor_Scalar(b, True)`` says int64 and the lowering followed it (int64 [1, 0]).
+    The graph runs as-is in ATen instead (a bool node downstream would be mistyped alike)."""
+    monkeypatch.delenv("AUTOFUSE_STRICT", raising=False)
+    b = torch.tensor([True, False, True])
+    for fn in (lambda t: t ** exp, lambda t: torch.pow(t, exp), lambda t: (t ** exp) | t.logical_not()):
+        torch._dynamo.reset()
+        got, want = torch.compile(fn, backend="autofuse")(b), fn(b)
+        assert got.dtype == want.dtype == torch.bool and torch.equal(got, want), (got, want)
