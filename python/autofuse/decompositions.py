@@ -37,6 +37,10 @@ KEEP_WHOLE = [
     aten.embedding_dense_backward, aten._scaled_dot_product_flash_attention_for_cpu, aten.native_dropout,
 ]
 
+#: Ops whose core-ATen decomposition drops eager's range check of a Python scalar: ``masked_fill(x, m, 3e38)`` on
+#: float16 became ``where(m, 3e38, x)`` (inf; eager raises). Kept whole, it reaches the lowering, whose
+#: ``check_scalar_fits`` leaves an out-of-range value to ATen, which raises (review 16b).
+KEEP_FOR_SCALAR_CHECKS = [aten.masked_fill.Scalar]
 
 #: c10's ScalarType names, as eager's error messages spell dtypes.
 _SCALAR_TYPE_NAMES = {torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.bool: "Bool",
@@ -119,7 +123,8 @@ def _nll_loss_backward(grad_output, self, target, weight, reduction, ignore_inde
 
 @lru_cache(maxsize=1)
 def decomposition_table() -> Dict[torch._ops.OperatorBase, Callable]:
-    """The table: core ATen decompositions + EXTRA_DECOMPOSED - KEEP_WHOLE (computed once); nll_loss entries check
+    """The table: core ATen decompositions + EXTRA_DECOMPOSED - KEEP_WHOLE - KEEP_FOR_SCALAR_CHECKS (computed
+    once); nll_loss entries check
     the target dtype as eager does, and its backward keeps eager's +0.0 (``_nll_loss_backward``)."""
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(EXTRA_DECOMPOSED))
@@ -134,6 +139,7 @@ def decomposition_table() -> Dict[torch._ops.OperatorBase, Callable]:
     for packet in KEEP_WHOLE:
         for name in packet.overloads():
             whole.add(getattr(packet, name))
+    whole.update(KEEP_FOR_SCALAR_CHECKS)
     for op in list(table):
         if op in whole:
             del table[op]

@@ -46,13 +46,17 @@ class Unsupported(Exception):
 def check_scalar_fits(value, dtype: torch.dtype, what: str, floats: bool = True) -> None:
     """Raise Unsupported where eager's scalar range check raises for ``value`` converted to ``dtype``.
 
-    For the ops whose Python scalar eager converts to the tensor's dtype with a range check (clamp bounds, fill and
-    masked_fill values, add/sub's alpha; where's integer scalars) eager raises ``RuntimeError: value cannot be
-    converted to type ... without overflow``; a kernel would wrap or saturate silently, so the op stays with ATen,
+    For the ops whose Python scalar eager converts to the op's dtype with a range check (clamp bounds, fill and
+    masked_fill values, add/sub's alpha, where's scalars, pow's exponent) eager raises ``RuntimeError: value cannot
+    be converted to type ... without overflow``; a kernel would wrap or saturate silently, so the op stays with ATen,
     which raises that error. The ranges are eager's (measured, torch 2.13): signed integers their own, unsigned
-    integers [-max, max] (-1 on uint8 is 255), float dtypes a finite value beyond +-finfo.max (inf and NaN pass; with
-    ``floats=False`` no float check: where's float scalars overflow to inf in eager). add, mul, comparisons and
-    bitwise ops take out-of-range scalars without a check in eager; they wrap alike here."""
+    integers [-max, max] (-1 on uint8 is 255), float dtypes a finite value beyond +-finfo.max (inf and NaN pass).
+    ``floats=False`` skips the float-dtype check, for the callers whose eager op has none there: where's scalar
+    with a float16 / bfloat16 result (it overflows to inf; a float32 result raises, also for an integer tensor with a
+    float scalar: where(c, x, s) reaches the lowering as where(c, x, scalar_tensor(s, dtype)), and eager's
+    scalar_tensor checks float32 but not float16 / bfloat16) and pow's exponent on float32 / float64 (kept in
+    double). add, mul, comparisons and bitwise ops take out-of-range scalars without a check in eager; they wrap
+    alike here."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or dtype == torch.bool:
         return
     if dtype.is_floating_point:

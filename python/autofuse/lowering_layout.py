@@ -82,8 +82,9 @@ def _fill_value(dt: torch.dtype, v, checked: bool = True):
         raise Unsupported("non-constant fill value")
     if dt == torch.bool:
         return int(bool(v))
-    # integer fills are range-checked in eager; float ones by full / full_like, not by scalar_tensor (which torch's
-    # decompositions put in where / masked_fill: where(c, x, 1e5) in float16 is inf)
+    # integer fills are range-checked in eager; float ones by full / full_like, and by scalar_tensor for float32
+    # only (which where(c, x, scalar) becomes: where(c, x, 1e5) in float16 is inf, where(c, x, 1e300) in float32
+    # raises; measured, torch 2.13)
     check_scalar_fits(v, dt, "fill value", floats=checked)
     return float(v) if dt.is_floating_point else int(v)
 
@@ -108,7 +109,7 @@ def _full(L: Lowerer, node) -> int:
 
 @register(aten.scalar_tensor.default)
 def _scalar_tensor(L: Lowerer, node) -> int:
-    return _factory(L, node, node.args[0], checked=False)
+    return _factory(L, node, node.args[0], checked=node.meta["val"].dtype not in (torch.float16, torch.bfloat16))
 
 
 @register(aten.full_like.default)

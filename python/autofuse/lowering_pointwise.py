@@ -206,13 +206,24 @@ def _opmath(dt: torch.dtype, other) -> torch.dtype:
     return dt
 
 
+def _check_add_sub(L: Lowerer, node, dt: torch.dtype, *args) -> None:
+    """Leave to ATen (which raises eager's error) a subtraction with a bool operand, tensor or Python scalar (eager's
+    ``x - True`` raises "Subtraction, the `-` operator, with a bool tensor is not supported"), and a bool alpha on a
+    non-bool result ("Boolean alpha only supported for Boolean results"); review 16b: both gave numbers."""
+    if node.target.overloadpacket in (aten.sub, aten.rsub):
+        for v in args:
+            if isinstance(v, bool) or (isinstance(v, torch.fx.Node) and getattr(L.meta(v), "dtype", None) == torch.bool):
+                raise Unsupported("subtraction with a bool operand (eager raises)")
+    if isinstance(node.kwargs.get("alpha"), bool) and dt != torch.bool:
+        raise Unsupported("bool alpha on a non-bool result (eager raises)")
+
+
 @register(aten.add, aten.sub)
 def _add_sub(L: Lowerer, node) -> int:
     a, b = node.args[0], node.args[1]
     dt = L.promote(a, b)
+    _check_add_sub(L, node, dt, a, b)
     if dt == torch.bool:
-        if node.target.overloadpacket is aten.sub:
-            raise Unsupported("bool subtraction")
         y = L.operand(b, dt)
         if not node.kwargs.get("alpha", 1):  # add(x, y, alpha=False) is x (broadcast to y's shape), as in eager
             y = _op(L, "logical_and", [y, L.constant(False, dt)], dtype=torch.bool)
@@ -241,6 +252,7 @@ def _alpha_opmath(node, dt: torch.dtype, *args) -> torch.dtype:
 def _rsub(L: Lowerer, node) -> int:
     a, b = node.args[0], node.args[1]
     dt = L.promote(a, b)
+    _check_add_sub(L, node, dt, a, b)
     cdt = _alpha_opmath(node, dt, a, b)
     return _op(L, "sub", [_in(L, b, dt, cdt), _scaled(L, node, a, dt, cdt)])
 
@@ -282,8 +294,14 @@ def _div(L: Lowerer, node) -> int:
 def _pow(L: Lowerer, node) -> int:
     a, b = node.args[0], node.args[1]
     dt = _out_dtype(node)
+    if isinstance(b, torch.fx.Node) and L.meta(b).dtype == torch.bool and (
+            isinstance(a, bool) or (isinstance(a, torch.fx.Node) and L.meta(a).dtype == torch.bool)):
+        raise Unsupported("pow of bool by a bool tensor (eager: not implemented for 'Bool')")
     if not isinstance(a, torch.fx.Node):
         return _op(L, "pow", [L.operand(a, dt), L.operand(b, dt)])
+    # eager converts a scalar exponent of a float16 / bfloat16 / integer tensor to the dtype with a range check
+    # (float32 / float64 keep it in double)
+    check_scalar_fits(b, dt, "pow exponent", floats=dt in _LOWP)
     if isinstance(b, bool) and L.meta(a).dtype == torch.bool:
         if dt != torch.bool:
             # eager's pow copies the base (or fills ones) and keeps bool, torch's metadata says int64 (torch 2.13):
@@ -328,7 +346,7 @@ def _where(L: Lowerer, node) -> int:
     cond, a, b = node.args
     dt = _out_dtype(node)
     for v in (a, b):
-        check_scalar_fits(v, dt, "where scalar", floats=False)
+        check_scalar_fits(v, dt, "where scalar", floats=dt not in _LOWP)
     c = L.cast(L.value(cond), torch.bool)
     return _op(L, "where", [c, L.operand(a, dt), L.operand(b, dt)], dtype=dt)
 

@@ -31,6 +31,27 @@ RAISING = {
     "f32_alpha": lambda a: torch.sub(a.float() * 1, a.float(), alpha=1e39),
     "u8_fill_256": lambda a: (a.to(torch.uint8) + 1).masked_fill(a > 0, 256),
     "u8_fill_minus_256": lambda a: (a.to(torch.uint8) + 1).masked_fill(a > 0, -256),
+    # review 16b: subtraction with a bool operand, where's float scalar beyond float32 (for a float32 result), an
+    # out-of-range float16 masked_fill value, pow's exponent out of the tensor's range (float16 / bfloat16 / integer)
+    "f32_minus_true": lambda a: a.float() * 1 - True,
+    "true_minus_f32": lambda a: True - a.float() * 1,
+    "i32_minus_false": lambda a: (a + 1) - False,
+    "f32_minus_bool_tensor": lambda a: a.float() * 1 - (a > 0),
+    "bool_tensor_minus_i32": lambda a: (a > 0) - (a + 1),
+    "sub_bool_alpha": lambda a: torch.sub(a.float() * 1, a.float(), alpha=True),
+    "f32_where_1e300": lambda a: torch.where(a > 1, a.float() * 1, 1e300),
+    "f32_where_first_3_5e38": lambda a: torch.where(a > 1, 3.5e38, a.float() * 1),
+    "i32_where_float_1e300": lambda a: torch.where(a > 1, a + 1, 1e300),
+    "f16_masked_fill_3e38": lambda a: (a.half() * 1).masked_fill(a > 1, 3e38),
+    "f16_masked_fill_2e31": lambda a: (a.half() * 1).masked_fill(a > 1, 2**31),
+    "f32_masked_fill_1e300": lambda a: (a.float() * 1).masked_fill(a > 1, 1e300),
+    "f16_pow_1e300": lambda a: (a.half() * 1) ** 1e300,
+    "f16_pow_70000": lambda a: (a.half() * 1) ** 70000.0,
+    "bf16_pow_3_5e38": lambda a: (a.bfloat16() * 1) ** 3.5e38,
+    "f16_pow_2e31": lambda a: (a.half() * 1) ** 2**31,
+    "i32_pow_2e31": lambda a: (a + 1) ** 2**31,
+    "i8_pow_300": lambda a: (a.to(torch.int8) + 1) ** 300,
+    "i8_pow_2e63": lambda a: (a.to(torch.int8) + 1) ** (2**63 - 1),
 }
 
 
@@ -62,6 +83,19 @@ IN_RANGE = {
     "f16_clamp_inf_nan": lambda a: (a.half() * 1).clamp(min=float("-inf"), max=float("inf")),
     "int8_trunc_div_200": lambda a: torch.div(a.to(torch.int8) * 25, 200, rounding_mode="trunc"),
     "int32_trunc_div_wraps_negative": lambda a: torch.div(a * 1000, 2**32 - 5, rounding_mode="trunc"),
+    # review 16b: the limits of the new checks (eager takes these)
+    "f32_plus_true": lambda a: a.float() * 1 + True,
+    "f32_where_70000": lambda a: torch.where(a > 1, a.float() * 1, 70000.0),
+    "f32_where_inf": lambda a: torch.where(a > 1, a.float() * 1, float("inf")),
+    "f64_where_1e300": lambda a: torch.where(a > 1, a.double() * 1, 1e300),
+    "bf16_where_1e300_is_inf": lambda a: torch.where(a > 0, a.bfloat16() * 1, 1e300),
+    "f16_masked_fill_inf": lambda a: (a.half() * 1).masked_fill(a > 1, float("inf")),
+    "f16_masked_fill_60000": lambda a: (a.half() * 1).masked_fill(a > 1, 60000.0),
+    "f32_pow_1e300": lambda a: (a.float() * 1) ** 1e300,
+    "f16_pow_inf": lambda a: (a.half() * 1) ** float("inf"),
+    "f16_pow_32768": lambda a: (a.half() * 1) ** 32768,
+    "i32_pow_float_1e300": lambda a: (a + 1) ** 1e300,
+    "i32_pow_300": lambda a: (a + 1) ** 300,
 }
 
 
@@ -116,3 +150,17 @@ def test_bool_tensor_to_a_bool_power_is_bool(exp, monkeypatch):
         torch._dynamo.reset()
         got, want = torch.compile(fn, backend="autofuse")(b), fn(b)
         assert got.dtype == want.dtype == torch.bool and torch.equal(got, want), (got, want)
+
+
+@pytest.mark.parametrize("name", ["true_pow_bool_tensor", "bool_tensor_pow_bool_tensor"])
+def test_pow_with_a_bool_base_and_bool_exponent_tensor_raises(name):
+    """Review 16b: eager's pow has no bool kernel ("pow" not implemented for 'Bool'); ours returned int64 ones."""
+    fn = {"true_pow_bool_tensor": lambda b: True ** (b | b),
+          "bool_tensor_pow_bool_tensor": lambda b: (b | b) ** b}[name]
+    b = torch.tensor([True, False])
+    with pytest.raises(NotImplementedError) as eager:
+        fn(b)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as compiled:
+        torch.compile(fn, backend="autofuse")(b)
+    assert str(eager.value).splitlines()[0] in str(compiled.value), (str(eager.value), str(compiled.value))
