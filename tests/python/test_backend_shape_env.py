@@ -1,0 +1,79 @@
+"""Dynamic-shape graphs whose sizes only Dynamo's shape environment relates (review 16a). They used to be refused
+(a warning and eager execution, an exception under AUTOFUSE_STRICT=1); here each compiles under strict mode, matches
+eager, and a later size of the same shape class compiles no C++ and no new graph.
+
+- F5: a symbol that reaches the graph only as a SymInt argument (``torch.arange(x.shape[0])`` after a graph break) is
+  bound by that argument (fuse's given_symbols).
+"""
+import warnings
+
+import pytest
+import torch
+
+import autofuse
+from autofuse import backend
+
+pytestmark = pytest.mark.skipif(not backend.has_native_kernels(), reason="needs the native kernel bindings (_core)")
+
+
+def _kernel_work():
+    s = autofuse.cache_stats()
+    return s.compiles + s.disk_hits + s.memory_hits
+
+
+def _run_sizes(fn, make_args, sizes, dynamic=None, backward=False, rtol=1e-5, atol=1e-5):
+    """Run the compiled ``fn`` (strict mode, fallbacks as errors) on the arguments of each size against eager; returns
+    the records of the graphs compiled. After the second size (Dynamo's dynamic recompile) no graph and no kernel is
+    compiled again."""
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="autofuse", dynamic=dynamic)
+    start = len(backend.RECORDS)
+    work = graphs = None
+    for k, size in enumerate(sizes):
+        args = make_args(*size)
+        ref = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = compiled(*args)
+            if backward:
+                got.backward()
+        want = fn(*ref)
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
+        if backward:
+            want.backward()
+            for a, r in zip(args, ref):
+                if isinstance(a, torch.Tensor) and a.requires_grad:
+                    torch.testing.assert_close(a.grad, r.grad, rtol=rtol, atol=atol)
+        if k == 1:
+            work, graphs = _kernel_work(), len(backend.RECORDS)
+    if work is not None:
+        assert len(backend.RECORDS) == graphs, "a later size of the same shape class compiled a new graph"
+        assert _kernel_work() == work, "a later size of the same shape class compiled (or loaded) a kernel again"
+    recs = backend.RECORDS[start:]
+    assert recs and all(r.mode == "kernels" for r in recs), [(r.name, r.mode, r.reason) for r in recs]
+    torch._dynamo.reset()
+    return recs
+
+
+def test_arange_of_a_symint_argument(monkeypatch):
+    """F5: after Dynamo's graph break the graph gets x.shape[0] only as a SymInt; iota's length is that symbol."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+
+    def f(x):
+        x[torch.arange(x.shape[0]) % 2 == 0] += 1
+        return x
+
+    gen = torch.Generator().manual_seed(5)
+    torch._dynamo.reset()
+    c = torch.compile(f, backend="autofuse", dynamic=True)
+    start = len(backend.RECORDS)
+    for n in [4, 5, 9]:
+        x = torch.randn(n, 6, generator=gen)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = c(x.clone())
+        torch.testing.assert_close(got, f(x.clone()), rtol=0, atol=0)
+    recs = backend.RECORDS[start:]
+    assert any(st.kind == "kernel" for r in recs for st in r.steps), [(r.name, r.mode, r.reason) for r in recs]
+    assert all(r.mode == "kernels" for r in recs), [(r.name, r.mode, r.reason) for r in recs]
+    torch._dynamo.reset()
