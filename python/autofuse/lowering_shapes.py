@@ -8,7 +8,9 @@ generated runner evaluates output sizes from the symbols it reads off its inputs
 
 from __future__ import annotations
 
-from typing import Dict, Union
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Dict, Iterator, List, Optional, Union
 
 import sympy
 import torch
@@ -20,17 +22,89 @@ class UnsupportedSize(Exception):
     """A size expression the IR cannot express (e.g. a non-integer power, an unbacked symbol)."""
 
 
-def as_size(s) -> SizeLike:
-    """A torch size (int or SymInt) as an int, or a sympy expression when it is symbolic."""
+class SizeCanon:
+    """One written form for the sizes Dynamo's shape environment proves equal.
+
+    Dynamo gives every input dimension its own symbol and records what tracing learned about them as guards: a
+    causal-LM loss flattens the logits ``[s0, s1, V]`` to ``[s0*s1, V]`` and the labels ``[s2, s3]`` to ``[s2*s3]``,
+    and the guard ``Eq(s0*s1, s2*s3)`` says the two agree. The IR compares sizes by their form, so without that fact
+    the loss's backward ``exp(log_probs) * grad.sum(1, keepdim=True)`` (``[s0*s1, V]`` times ``[s2*s3, 1]``) did not
+    broadcast. Every symbolic size the lowering reads goes through ``canonical``: the first form seen (graph order, so
+    the inputs' forms first) stands for all later ones the shape environment proves equal to it (its guards and
+    axioms, ``ShapeEnv._maybe_evaluate_static``; no guard is added). Only sizes with the same value at the example
+    inputs are compared, which keeps the number of proofs small."""
+
+    def __init__(self) -> None:
+        self.env = None
+        self._memo: Dict[sympy.Expr, sympy.Expr] = {}
+        self._by_hint: Dict[Optional[int], List[sympy.Expr]] = {}
+
+    def canonical(self, e: sympy.Expr, env=None) -> sympy.Expr:
+        """``e``, or the earlier size the shape environment ``env`` (the last one given when None) proves equal."""
+        if env is not None and self.env is None:
+            self.env = env
+        got = self._memo.get(e)
+        if got is not None:
+            return got
+        out = e
+        hint = self._hint(e)
+        if self.env is not None and hint is not None:
+            for c in self._by_hint.get(hint, ()):
+                if self._proven_equal(e, c):
+                    out = c
+                    break
+        if out is e and hint is not None:
+            self._by_hint.setdefault(hint, []).append(e)
+        self._memo[e] = out
+        return out
+
+    def _hint(self, e: sympy.Expr) -> Optional[int]:
+        if self.env is None:
+            return None
+        values = getattr(self.env, "backed_var_to_val", None)  # torch 2.13; var_to_val before
+        if values is None:
+            values = getattr(self.env, "var_to_val", {})
+        try:
+            v = e.xreplace(values)
+            return int(v) if v.is_Integer else None
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+    def _proven_equal(self, a: sympy.Expr, b: sympy.Expr) -> bool:
+        try:
+            r = self.env._maybe_evaluate_static(sympy.Eq(a, b))
+        except Exception:  # noqa: BLE001 - a private torch API: no proof, the forms stay apart
+            return False
+        return r is not None and bool(r == sympy.true)
+
+
+_CANON: ContextVar[Optional[SizeCanon]] = ContextVar("autofuse_size_canon", default=None)
+
+
+@contextmanager
+def canonical_sizes(canon: SizeCanon) -> Iterator[SizeCanon]:
+    """Within the block, ``as_size`` returns ``canon``'s form of every symbolic size (one graph's lowering)."""
+    token = _CANON.set(canon)
+    try:
+        yield canon
+    finally:
+        _CANON.reset(token)
+
+
+def as_size(s, canonical: bool = True) -> SizeLike:
+    """A torch size (int or SymInt) as an int, or a sympy expression when it is symbolic. Inside
+    ``canonical_sizes`` a symbolic size is written in its canonical form (``canonical=False``: as torch wrote it)."""
     if isinstance(s, int):
         return s
+    env = None
     if isinstance(s, torch.SymInt):
-        expr = s.node.expr
-        if isinstance(expr, sympy.Integer) or (hasattr(expr, "is_number") and expr.is_number):
-            return int(expr)
-        return expr
+        env = getattr(s.node, "shape_env", None)
+        s = s.node.expr
     if isinstance(s, sympy.Expr):
-        return int(s) if s.is_number else s
+        if s.is_number:
+            return int(s)
+        canon = _CANON.get()
+        return canon.canonical(s, env) if canonical and canon is not None else s
     raise UnsupportedSize(f"size {s!r} of type {type(s).__name__} is not an int or SymInt")
 
 

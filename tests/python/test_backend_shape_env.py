@@ -2,6 +2,8 @@
 (a warning and eager execution, an exception under AUTOFUSE_STRICT=1); here each compiles under strict mode, matches
 eager, and a later size of the same shape class compiles no C++ and no new graph.
 
+- F2: a causal-LM loss flattens logits [b, s, V] and labels [b', s'] separately: [s0*s1, V] and [s2*s3]; the guard
+  s0*s1 == s2*s3 makes them one size (lowering_shapes.SizeCanon).
 - F5: a symbol that reaches the graph only as a SymInt argument (``torch.arange(x.shape[0])`` after a graph break) is
   bound by that argument (fuse's given_symbols).
 """
@@ -9,6 +11,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import autofuse
 from autofuse import backend
@@ -53,6 +56,38 @@ def _run_sizes(fn, make_args, sizes, dynamic=None, backward=False, rtol=1e-5, at
     assert recs and all(r.mode == "kernels" for r in recs), [(r.name, r.mode, r.reason) for r in recs]
     torch._dynamo.reset()
     return recs
+
+
+V = 50
+
+
+def lm_loss(logits, labels):
+    return F.cross_entropy(logits.view(-1, V), labels.view(-1))
+
+
+def test_causal_lm_loss_training_automatic_dynamic(monkeypatch):
+    """F2: the backward multiplies exp(log_probs) [s0*s1, V] by a row sum over the labels' length [s2*s3, 1]; the
+    IR refused the broadcast ("size s0*s1 against s2*s3")."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    gen = torch.Generator().manual_seed(3)
+
+    def make(b, s):
+        return (torch.randn(b, s, V, generator=gen, requires_grad=True), torch.randint(0, V, (b, s), generator=gen))
+
+    _run_sizes(lm_loss, make, [(2, 8), (3, 11), (4, 5), (2, 13)], backward=True)
+
+
+def test_flattened_inputs_added_dynamic(monkeypatch):
+    """F2's second form: two flattened inputs whose element counts Dynamo's guards equate ([1, s0*s1] + [1, s2*s3])."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    gen = torch.Generator().manual_seed(4)
+
+    def f(x, y):
+        return x.reshape(-1).unsqueeze(0) + y.reshape(1, -1)
+
+    # distinct sizes, so that Dynamo's duck sizing gives all four dims their own symbol
+    _run_sizes(f, lambda a, b, c, d: (torch.randn(a, b, generator=gen), torch.randn(c, d, generator=gen)),
+               [(2, 6, 3, 4), (4, 6, 3, 8), (2, 10, 5, 4)], dynamic=True)
 
 
 def test_arange_of_a_symint_argument(monkeypatch):
