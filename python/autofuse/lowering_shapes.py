@@ -40,23 +40,46 @@ class SizeCanon:
         self._by_hint: Dict[Optional[int], List[sympy.Expr]] = {}
 
     def canonical(self, e: sympy.Expr, env=None) -> sympy.Expr:
-        """``e``, or the earlier size the shape environment ``env`` (the last one given when None) proves equal."""
+        """``e``, or the earlier size the shape environment ``env`` (the first one given when None) proves equal; its
+        Min / Max settled where the shape environment proves the winner (_settle_min_max)."""
         if env is not None and self.env is None:
             self.env = env
         got = self._memo.get(e)
         if got is not None:
             return got
-        out = e
+        key = e
+        out = e = self._settle_min_max(e)
         hint = self._hint(e)
-        if self.env is not None and hint is not None:
+        if self.env is not None and hint is not None and not e.is_number:
             for c in self._by_hint.get(hint, ()):
                 if self._proven_equal(e, c):
                     out = c
                     break
-        if out is e and hint is not None:
-            self._by_hint.setdefault(hint, []).append(e)
-        self._memo[e] = out
+            if out is e:
+                self._by_hint.setdefault(hint, []).append(e)
+        self._memo[key] = out
         return out
+
+    def _settle_min_max(self, e: sympy.Expr) -> sympy.Expr:
+        """``e`` with every Min / Max whose winner the shape environment proves replaced by that argument: torch's
+        contiguous stride ``Max(1, s//2)`` of a pooled dim is ``s//2`` where the guards give ``s >= 2``. Others stay
+        (the IR has min and max)."""
+        from torch.utils._sympy.functions import Max as TorchMax, Min as TorchMin
+
+        kinds = (sympy.Min, sympy.Max, TorchMin, TorchMax)
+        if self.env is None or not e.has(*kinds):
+            return e
+        subs = {}
+        for m in sympy.postorder_traversal(e):
+            if not isinstance(m, kinds):
+                continue
+            args = [a.xreplace(subs) for a in m.args]
+            rel = sympy.Le if isinstance(m, (sympy.Min, TorchMin)) else sympy.Ge
+            for a in args:
+                if all(b is a or self._proven(rel(a, b)) for b in args):
+                    subs[m] = a
+                    break
+        return e.xreplace(subs) if subs else e
 
     def _hint(self, e: sympy.Expr) -> Optional[int]:
         if self.env is None:
@@ -71,8 +94,14 @@ class SizeCanon:
             return None
 
     def _proven_equal(self, a: sympy.Expr, b: sympy.Expr) -> bool:
+        return self._proven(sympy.Eq(a, b))
+
+    def _proven(self, fact) -> bool:
+        """Whether the shape environment proves ``fact`` without adding a guard."""
+        if fact is sympy.true or fact is sympy.false:
+            return fact is sympy.true
         try:
-            r = self.env._maybe_evaluate_static(sympy.Eq(a, b))
+            r = self.env._maybe_evaluate_static(fact)
         except Exception:  # noqa: BLE001 - a private torch API: no proof, the forms stay apart
             return False
         return r is not None and bool(r == sympy.true)
@@ -104,7 +133,10 @@ def as_size(s, canonical: bool = True) -> SizeLike:
         if s.is_number:
             return int(s)
         canon = _CANON.get()
-        return canon.canonical(s, env) if canonical and canon is not None else s
+        if canonical and canon is not None:
+            s = canon.canonical(s, env)
+            return int(s) if s.is_number else s
+        return s
     raise UnsupportedSize(f"size {s!r} of type {type(s).__name__} is not an int or SymInt")
 
 
@@ -134,7 +166,7 @@ class SymbolTable:
         return self._print(s, ir=False)
 
     def _print(self, e: sympy.Expr, ir: bool) -> str:
-        from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+        from torch.utils._sympy.functions import FloorDiv, Max as TorchMax, Min as TorchMin, Mod, PythonMod
 
         if e.is_Integer:
             return str(int(e))
@@ -152,10 +184,14 @@ class SymbolTable:
             return f"floordiv({args[0]}, {args[1]})" if ir else f"({args[0]} // {args[1]})"
         if isinstance(e, (Mod, PythonMod)):
             return f"mod({args[0]}, {args[1]})" if ir else f"({args[0]} % {args[1]})"
-        if isinstance(e, sympy.Min) and len(args) == 2:
-            return f"min({args[0]}, {args[1]})"
-        if isinstance(e, sympy.Max) and len(args) == 2:
-            return f"max({args[0]}, {args[1]})"
+        if isinstance(e, (sympy.Min, sympy.Max, TorchMin, TorchMax)) and len(args) >= 2:
+            # torch's own Min/Max (torch.utils._sympy.functions, e.g. the contiguous stride Max(1, s) of a possibly
+            # empty dim) are not sympy's; both may take more than two arguments: nested two-argument calls
+            fn = "min" if isinstance(e, (sympy.Min, TorchMin)) else "max"
+            out = args[0]
+            for a in args[1:]:
+                out = f"{fn}({out}, {a})"  # the IR and Python both spell it so
+            return out
         raise UnsupportedSize(f"size expression {e} ({type(e).__name__}) has no IR form")
 
 

@@ -4,12 +4,15 @@ eager, and a later size of the same shape class compiles no C++ and no new graph
 
 - F2: a causal-LM loss flattens logits [b, s, V] and labels [b', s'] separately: [s0*s1, V] and [s2*s3]; the guard
   s0*s1 == s2*s3 makes them one size (lowering_shapes.SizeCanon).
-- F5: a symbol that reaches the graph only as a SymInt argument (``torch.arange(x.shape[0])`` after a graph break) is
-  bound by that argument (fuse's given_symbols).
+- F5, F1: a symbol that reaches the graph only as a SymInt argument (``torch.arange(x.shape[0])`` after a graph break,
+  GPT-2's ``logits_to_keep`` under dynamic=True) is bound by that argument (fuse's given_symbols).
+- F4: torch's own ``Max(1, s)`` (the contiguous strides of a possibly empty dim, max-pool's saved indices) has an IR
+  form (``max(1, s)``).
 """
 import warnings
 
 import pytest
+import sympy
 import torch
 import torch.nn.functional as F
 
@@ -112,3 +115,56 @@ def test_arange_of_a_symint_argument(monkeypatch):
     assert any(st.kind == "kernel" for r in recs for st in r.steps), [(r.name, r.mode, r.reason) for r in recs]
     assert all(r.mode == "kernels" for r in recs), [(r.name, r.mode, r.reason) for r in recs]
     torch._dynamo.reset()
+
+
+def test_int_argument_sizes_a_slice_dynamic_true(monkeypatch):
+    """F1 (GPT-2 training, dynamic=True): an int argument becomes a SymInt input, and a view's size uses its symbol
+    (``h[:, -keep:]`` flattened for the LM head); it was "not bound by any graph input's shape"."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    gen = torch.Generator().manual_seed(6)
+    w = torch.randn(30, 16, generator=gen)
+
+    def f(h, keep):
+        x = torch.tanh(h)[:, -keep:, :]
+        return (x.reshape(-1, 16) @ w.t()).view(h.shape[0], -1, 30).relu().sum()
+
+    def make(b, s, keep):
+        return torch.randn(b, s, 16, generator=gen, requires_grad=True), keep
+
+    _run_sizes(f, make, [(2, 9, 3), (3, 7, 4), (4, 5, 2)], dynamic=True, backward=True)
+
+
+def test_conv_maxpool_training_new_image_size(monkeypatch):
+    """F4: max-pool's saved indices in a training graph have strides Max(1, s//2) once the image size is dynamic."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.MaxPool2d(2), torch.nn.GELU())
+    gen = torch.Generator().manual_seed(7)
+
+    def f(x):
+        return m(x).sum()
+
+    def make(h):
+        return (torch.randn(2, 3, h, h, generator=gen, requires_grad=True),)
+
+    recs = _run_sizes(f, make, [(32,), (24,), (20,)], backward=True, rtol=1e-4, atol=1e-4)
+    # the shape environment proves s >= 2 for the pooled dims: Max(1, s//2) is written s//2
+    assert not any("max(" in r.lowered.ir_text() for r in recs)
+
+
+def test_torch_min_max_have_an_ir_form():
+    """torch's Min / Max (torch.utils._sympy.functions, not sympy's) print as the IR's min / max, nested when they take
+    more than two arguments, and the IR reads them back."""
+    from torch.utils._sympy.functions import Max, Min
+
+    from autofuse import _core
+    from autofuse.lowering_shapes import SymbolTable
+
+    a, b, c = sympy.symbols("a b c", integer=True, nonnegative=True)
+    t = SymbolTable()
+    assert t.ir(Max(1, a)) == "max(1, s0)"
+    assert t.ir(Min(a, b, c)) == "min(min(s0, s1), s2)"
+    assert t.py(Max(a, 2 * b)) == "max(s0, (2*s1))"
+    g = _core.Graph("g")
+    g.add_input("x", "f32", [t.ir(a), t.ir(b), t.ir(c)], [t.ir(Max(1, b)), 1, t.ir(Min(a, b, c))])
+    assert "strides [max(1, s1), 1, min(s2, min(s0, s1))]" in str(g)  # the IR's own (canonical) order
