@@ -168,3 +168,21 @@ def test_torch_min_max_have_an_ir_form():
     g = _core.Graph("g")
     g.add_input("x", "f32", [t.ir(a), t.ir(b), t.ir(c)], [t.ir(Max(1, b)), 1, t.ir(Min(a, b, c))])
     assert "strides [max(1, s1), 1, min(s2, min(s0, s1))]" in str(g)  # the IR's own (canonical) order
+
+
+def test_class_token_concat_dynamic_batch(monkeypatch):
+    """F3: ViT's class token, cat([cls.expand(B, -1, -1), x], 1) under dynamic shapes. The concat kernel's first
+    segment reads only cls [1, 1, D] and could not bind B ("size symbol s0 is not determined by the input sizes"): the
+    kernel ran in ATen with a warning. Now the segment takes B from the kernel's bindings: one concat kernel, strict."""
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    gen = torch.Generator().manual_seed(8)
+    cls = torch.randn(1, 1, 16, generator=gen)
+
+    def f(x):
+        return torch.cat([cls.expand(x.shape[0], -1, -1), x], dim=1) * 2
+
+    recs = _run_sizes(f, lambda b, n: (torch.randn(b, n, 16, generator=gen),), [(3, 4), (5, 7), (2, 9)],
+                      dynamic=True, rtol=0, atol=0)
+    kernels = [st for r in recs for st in r.steps if st.kind == "kernel"]
+    assert len(kernels) == 1 and kernels[0].kernel is not None
+    assert "concat segment 1 of 2" in kernels[0].kernel.source  # one kernel, split in two segments
