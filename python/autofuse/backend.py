@@ -379,8 +379,28 @@ def _aot_drops_mutation(gm: torch.fx.GraphModule, example_inputs) -> Optional[st
     return None
 
 
+def check_compile_arguments(kwargs: Dict[str, Any]) -> None:
+    """Raise ValueError for torch.compile's ``mode`` and ``options``, which Dynamo hands the backend as keyword
+    arguments: Autofuse has neither modes nor options (its settings are AUTOFUSE_* environment variables, README), so
+    any given one would be ignored. Like Inductor for an unknown option, the error names them. Dynamo passes neither
+    for ``mode="default"`` or empty options."""
+    problems = []
+    mode = kwargs.pop("mode", None)
+    if mode not in (None, "default"):
+        problems.append(f"mode={mode!r} (an Inductor mode; Autofuse has none)")
+    options = kwargs.pop("options", None) or {}
+    if options:
+        problems.append("options " + ", ".join(sorted(map(str, options))) + " (Autofuse takes none)")
+    problems += [f"argument {k}" for k in sorted(kwargs)]
+    if problems:
+        raise ValueError("autofuse: unexpected torch.compile " + "; ".join(problems) + ". Autofuse's settings are "
+                         "AUTOFUSE_* environment variables (e.g. AUTOFUSE_STRICT=1; see the README)")
+
+
 def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
-    """The Dynamo backend entry point (registered as "autofuse")."""
+    """The Dynamo backend entry point (registered as "autofuse"). ``kwargs``: torch.compile's ``mode`` and
+    ``options``, which Autofuse rejects (check_compile_arguments)."""
+    check_compile_arguments(dict(kwargs))
     from torch._dynamo.backends.common import aot_autograd
 
     from .decompositions import decomposition_table

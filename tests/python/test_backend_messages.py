@@ -64,3 +64,30 @@ def test_tracing_failure_still_says_tracing(monkeypatch):
     msgs = _fallback_warnings(_f, torch.randn(4, 8))
     assert msgs == ["autofuse: the graph could not be traced to ATen (ValueError: trace failed); it runs eagerly "
                     "(AUTOFUSE_STRICT=1 raises instead)"]
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    ({"options": {"strict": True, "bogus_option": 1}}, "options bogus_option, strict (Autofuse takes none)"),
+    ({"mode": "max-autotune"}, "mode='max-autotune' (an Inductor mode; Autofuse has none)"),
+])
+def test_compile_options_and_mode_are_rejected(kwargs, named):
+    """F7: torch.compile(backend="autofuse", options=..., mode=...) ignored both silently; Inductor raises for an
+    unknown option. Autofuse documents none, so any one raises, naming it (at the first call: Dynamo hands them to
+    the backend then; it wraps the error in BackendCompilerFailed)."""
+    torch._dynamo.reset()
+    c = torch.compile(_f, backend="autofuse", **kwargs)
+    with pytest.raises(Exception, match="autofuse: unexpected torch.compile ") as err:
+        c(torch.randn(4, 4))
+    assert named in str(err.value) and "AUTOFUSE_" in str(err.value)
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("kwargs", [{"mode": "default"}, {"options": {}}])
+def test_default_mode_and_empty_options_compile(kwargs):
+    torch._dynamo.reset()
+    n0 = len(backend.RECORDS)
+    x = torch.randn(4, 4)
+    got = torch.compile(_f, backend="autofuse", **kwargs)(x)
+    torch.testing.assert_close(got, _f(x))
+    assert len(backend.RECORDS) > n0
+    torch._dynamo.reset()
