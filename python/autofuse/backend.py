@@ -244,8 +244,38 @@ def sync_threads() -> None:
     _THREADS[0] = n
 
 
+#: What failed, by the stage an exception left compile_graph from (``autofuse_stage`` on the exception; the fallback
+#: message of autofuse_backend). An exception without one comes from AOTAutograd's tracing or the decompositions.
+STAGE_MESSAGES = {
+    None: "the graph could not be traced to ATen",
+    "lowering": "tracing to ATen succeeded, but the graph could not be lowered to the Autofuse IR",
+    "kernels": "the graph's kernels could not be compiled",
+    "program": "the graph's runner program could not be built",
+}
+
+
+def _failure_stage(stage: str, e: BaseException) -> str:
+    """The STAGE_MESSAGES key of ``e`` raised during ``stage`` ("lowering": lower, IR building, verification and
+    fusion; "plan": fusion and kernels; "program")."""
+    if stage == "plan":
+        return "kernels" if type(e).__name__ == "CompileError" else "lowering"
+    return stage
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inference") -> Callable:
-    """Compile one functional ATen FX graph into a boxed callable (``fn(list_of_args) -> list``)."""
+    """Compile one functional ATen FX graph into a boxed callable (``fn(list_of_args) -> list``). An exception it
+    raises carries ``autofuse_stage`` (a STAGE_MESSAGES key) naming what failed."""
+    stage = ["lowering"]
+    try:
+        return _compile_graph(gm, example_inputs, kind, stage)
+    except Exception as e:
+        with contextlib.suppress(Exception):  # an exception object that takes no attribute keeps no stage
+            e.autofuse_stage = _failure_stage(stage[0], e)  # type: ignore[attr-defined]
+        raise
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str, stage: List[str]) -> Callable:
+    """compile_graph's work; ``stage[0]`` follows its progress ("lowering", "plan", "program")."""
     t0 = time.perf_counter()
     sync_threads()
     record = GraphRecord(name=f"graph{next(_counter)}_{kind}", kind=kind, gm=gm)
@@ -261,8 +291,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, kind: str = "inferen
         return _eager(gm)
     record.lowered = lg
     record.example_bindings = _example_bindings(lg, example_inputs)
+    stage[0] = "plan"
     steps = plan(lg, record)
     record.steps = steps
+    stage[0] = "program"
     fn = build_program(lg, steps, name=f"af_{record.name}", prepack=kind == "inference" and weight_pack.enabled())
     record.program_source = fn.__autofuse_source__
     record.program = fn
@@ -347,8 +379,28 @@ def _aot_drops_mutation(gm: torch.fx.GraphModule, example_inputs) -> Optional[st
     return None
 
 
+def check_compile_arguments(kwargs: Dict[str, Any]) -> None:
+    """Raise ValueError for torch.compile's ``mode`` and ``options``, which Dynamo hands the backend as keyword
+    arguments: Autofuse has neither modes nor options (its settings are AUTOFUSE_* environment variables, README), so
+    any given one would be ignored. Like Inductor for an unknown option, the error names them. Dynamo passes neither
+    for ``mode="default"`` or empty options."""
+    problems = []
+    mode = kwargs.pop("mode", None)
+    if mode not in (None, "default"):
+        problems.append(f"mode={mode!r} (an Inductor mode; Autofuse has none)")
+    options = kwargs.pop("options", None) or {}
+    if options:
+        problems.append("options " + ", ".join(sorted(map(str, options))) + " (Autofuse takes none)")
+    problems += [f"argument {k}" for k in sorted(kwargs)]
+    if problems:
+        raise ValueError("autofuse: unexpected torch.compile " + "; ".join(problems) + ". Autofuse's settings are "
+                         "AUTOFUSE_* environment variables (e.g. AUTOFUSE_STRICT=1; see the README)")
+
+
 def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
-    """The Dynamo backend entry point (registered as "autofuse")."""
+    """The Dynamo backend entry point (registered as "autofuse"). ``kwargs``: torch.compile's ``mode`` and
+    ``options``, which Autofuse rejects (check_compile_arguments)."""
+    check_compile_arguments(dict(kwargs))
     from torch._dynamo.backends.common import aot_autograd
 
     from .decompositions import decomposition_table
@@ -393,10 +445,11 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
 
         if strict() or isinstance(e, TorchDynamoException):  # Dynamo's own control flow (restarts, skips) passes
             raise
-        msg = f"autofuse: the graph could not be traced to ATen ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}); " \
+        what = STAGE_MESSAGES.get(getattr(e, "autofuse_stage", None), STAGE_MESSAGES[None])
+        msg = f"autofuse: {what} ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}); " \
               "it runs eagerly (AUTOFUSE_STRICT=1 raises instead)"
-        warnings.warn(msg)
-        log.warning(msg)
+        warnings.warn(msg)  # once: the "autofuse" logger gets it at INFO (a WARNING reached stderr a second time)
+        log.info(msg)
         RECORDS.append(GraphRecord(name=f"graph{next(_counter)}_untraced", kind="inference", gm=gm, mode="eager",
                                    reason=msg))
         return gm.forward

@@ -28,7 +28,7 @@ import sympy
 import torch
 import torch.fx
 
-from .lowering_shapes import SymbolTable, UnsupportedSize, as_size, broadcast_sizes
+from .lowering_shapes import SizeCanon, SymbolTable, UnsupportedSize, as_size, broadcast_sizes, canonical_sizes
 
 log = logging.getLogger("autofuse")
 
@@ -320,7 +320,7 @@ class Lowerer:
         g.num_args += 1
         val = node.meta.get("val")
         if isinstance(val, torch.SymInt):
-            s = as_size(val)
+            s = as_size(val, canonical=False)  # bind the symbol even where an earlier size stands for it
             if isinstance(s, sympy.Symbol):
                 name = g.symbols.name(s)
                 g.sym_sources.setdefault(name, f"args[{i}]")
@@ -328,10 +328,10 @@ class Lowerer:
             return
         if not isinstance(val, torch.Tensor):
             return
-        shape = tuple(as_size(s) for s in val.shape)
-        for d, s in enumerate(shape):
+        for d, s in enumerate(as_size(s, canonical=False) for s in val.shape):
             if isinstance(s, sympy.Symbol):
                 g.sym_sources.setdefault(g.symbols.name(s), f"args[{i}].shape[{d}]")
+        shape = tuple(as_size(s) for s in val.shape)
         if val.dtype not in DTYPE_TO_IR:
             return
         strides = tuple(as_size(s) for s in val.stride())
@@ -515,6 +515,7 @@ def lower(gm: torch.fx.GraphModule) -> LoweredGraph:
     from . import lowering_views  # noqa: F401  (register)
 
     try:
-        return Lowerer(gm).run()
+        with canonical_sizes(SizeCanon()):
+            return Lowerer(gm).run()
     except UnsupportedSize as e:
         raise UnsupportedGraph(str(e)) from e

@@ -181,7 +181,10 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
         return []  # nothing to compute: every output is an input, a constant or None (e.g. a zero gradient)
     g, vid = to_core(lg, core, record.name)
     lnode = {v: i for i, v in enumerate(vid)}
-    fused = core.fuse(g)
+    # symbols bound by the graph's SymInt arguments (``args[i]``), not by a tensor's shape: the kernels that need
+    # them take them from the program's bindings (Kernel.run's `given`)
+    given = sorted(name for name, src in lg.sym_sources.items() if ".shape[" not in src)
+    fused = core.fuse(g, given_symbols=given) if given else core.fuse(g)
     report = _get(fused, "report")
     record.fusion_report = str(report) if report is not None else ""
     steps: List[Step] = []

@@ -82,8 +82,9 @@ void bind_fusion(nb::module_& m) {
   m.def(
       "fuse",
       [](const Graph& g, bool vertical, bool horizontal, int max_group_nodes, int max_group_inputs,
-         int recompute_max_weight) {
+         int recompute_max_weight, const std::vector<std::string>& given_symbols) {
         FusionOptions o = default_fusion_options();
+        o.given_symbols = std::set<std::string>(given_symbols.begin(), given_symbols.end());
         o.vertical = vertical;
         o.horizontal = horizontal;
         o.max_group_nodes = max_group_nodes;
@@ -93,7 +94,9 @@ void bind_fusion(nb::module_& m) {
       },
       nb::arg("graph"), nb::kw_only(), nb::arg("vertical") = true, nb::arg("horizontal") = true,
       nb::arg("max_group_nodes") = 64, nb::arg("max_group_inputs") = 16, nb::arg("recompute_max_weight") = 2,
-      "Partition a verified graph into fusion groups (verify, fuse, verify the groups). Raises on invalid IR.");
+      nb::arg("given_symbols") = std::vector<std::string>{},
+      "Partition a verified graph into fusion groups (verify, fuse, verify the groups). Raises on invalid IR. "
+      "given_symbols: size symbols the caller binds from scalar arguments (no input shape needs to bind them).");
 }
 
 }  // namespace autofuse::bindings

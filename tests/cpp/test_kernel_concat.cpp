@@ -2,9 +2,9 @@
 // rotary embedding's rotate_half (q and k in one kernel), unequal and odd segment widths, three sources, a concat
 // along an outer axis, a concat as an output (cos / sin of a doubled table), an operand broadcast along the concat
 // axis; f32, bf16, f16; random sizes (0, 1, odd, large) and random input / output layouts (kernel_test_util.h
-// run_case: permuted, gapped, expanded). Also: what the split refuses, and fusion putting the rotary pattern (slices,
-// neg, concat, mul, add) into one kernel through the whole pipeline. Random cases print their seed
-// (AUTOFUSE_TEST_SEED=N replays).
+// run_case: permuted, gapped, expanded), a segment whose inputs cannot bind a symbol (a broadcast class token). Also:
+// what the split refuses, and fusion putting the rotary pattern (slices, neg, concat, mul, add) into one kernel through
+// the whole pipeline. Random cases print their seed (AUTOFUSE_TEST_SEED=N replays).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -83,6 +83,17 @@ graph table(%pos: DT[s0, 1], %inv: DT[s1]) {
   return %c, %s
 })";
 
+// ViT's class token (review 16a F3): segment 0 reads only the [1, 1, D] token broadcast to [s0, 1, D], so its own
+// inputs cannot bind s0; it takes s0 from the parent, whose %x binds it.
+const char* kClassToken = R"(
+graph cls(%c: DT[1, 1, s1], %x: DT[s0, s2, s1]) {
+  %b = broadcast_to(%c) {shape=[s0, 1, s1]}
+  %cat = concat(%b, %x) {axis=1}
+  %two = constant() {value=2.0, dtype=DT}
+  %y = mul(%cat, %two)
+  return %y
+})";
+
 void check_graph(const std::string& text, const std::string& dt, int cases) {
   SCOPED_TRACE(dt + ":" + text);
   RandomGraph rg;
@@ -115,6 +126,12 @@ TEST(KernelConcat, OuterAxis) {
 }
 
 TEST(KernelConcat, ConcatOfOneValueTwice) { check_graph(kTable, "f32", 16); }
+
+TEST(KernelConcat, SegmentTakesASymbolFromTheParent) {
+  for (const char* dt : {"f32", "bf16"}) check_graph(kClassToken, dt, 16);
+  auto k = Kernel::compile(parse_graph(with_dtype(kClassToken, "f32")));
+  EXPECT_TRUE(k->given_symbols().empty());  // the program gives the parent nothing: it binds s0 from %x
+}
 
 TEST(KernelConcat, SplitKeepsFullValuesAndSlicesInputs) {
   Graph g = parse_graph(with_dtype(kRotary, "f32"));

@@ -1,6 +1,7 @@
 // Verifier tests: each rule it enforces, with the message asserted.
 #include <gtest/gtest.h>
 
+#include "autofuse/driver/pipeline.h"
 #include "autofuse/ir/parser.h"
 #include "autofuse/ir/verifier.h"
 
@@ -108,12 +109,12 @@ TEST(Verifier, SymbolsMustBeBoundByInputs) {
       "%i = iota(): size symbol n is not bound by any graph input's shape; expected one of {s0} (a run binds symbols "
       "from its input sizes)";
   EXPECT_EQ(verify_error(g), unbound_n);
-  EXPECT_NO_THROW(verify(g, VerifyOptions{.output_shapes_bind = true}));
+  EXPECT_NO_THROW(verify(g, VerifyOptions{.output_shapes_bind = true, .given_symbols = {}}));
   ValueId s = g.add(OpKind::Sum, {i}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}}, "s");
   g.set_outputs({x, s});
   EXPECT_EQ(verify_error(g), unbound_n);
   try {
-    verify(g, VerifyOptions{.output_shapes_bind = true});
+    verify(g, VerifyOptions{.output_shapes_bind = true, .given_symbols = {}});
     ADD_FAILURE() << "n bound by nothing";
   } catch (const VerifyError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -149,6 +150,36 @@ TEST(Verifier, ReshapeToAnUnboundSymbol) {
   EXPECT_EQ(verify_error(g),
             "%z = reshape(%y): size symbol s1 is not bound by any graph input's shape; expected one of {s0} (a run "
             "binds symbols from its input sizes)");
+}
+
+// Review 16a (F5): `torch.arange(n)` where n reaches the graph only as a SymInt argument. The caller binds n
+// (VerifyOptions::given_symbols, FusionOptions::given_symbols); the kernel takes it as a given symbol.
+TEST(Verifier, GivenSymbolsAreBoundByTheCaller) {
+  Graph g("g");
+  ValueId x = g.add_input("x", DType::Float32, {Expr::sym("s0")});
+  ValueId i =
+      g.add(OpKind::Iota, {},
+            {{"length", Expr::sym("n")}, {"start", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}}, "i");
+  ValueId s = g.add(OpKind::Sum, {i}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}}, "s");
+  g.set_outputs({x, s});
+  EXPECT_EQ(verify_error(g),
+            "%i = iota(): size symbol n is not bound by any graph input's shape; expected one of {s0} (a run binds "
+            "symbols from its input sizes)");
+  EXPECT_NO_THROW(verify(g, VerifyOptions{.output_shapes_bind = false, .given_symbols = {"n"}}));
+  try {
+    verify(g, VerifyOptions{.output_shapes_bind = false, .given_symbols = {"m"}});
+    ADD_FAILURE() << "n is not given";
+  } catch (const VerifyError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "%i = iota(): size symbol n is not bound by any graph input's shape or given by the caller; expected one "
+              "of {m, s0} (a run binds symbols from its input sizes)");
+  }
+  // The pipeline verifies the whole graph and every group's sub-graph (the sum's group has no input binding n).
+  FusionOptions o = default_fusion_options();
+  EXPECT_THROW(run_fusion_pipeline(g, o), VerifyError);
+  o.given_symbols = {"n"};
+  FusedGraph f = run_fusion_pipeline(g, o);
+  EXPECT_GE(f.groups.size(), 1u);
 }
 
 TEST(Verifier, ReportsTheNodeId) {

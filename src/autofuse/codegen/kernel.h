@@ -80,7 +80,8 @@ class Kernel {
   /// Size symbols the kernel evaluates but its input sizes do not determine (ir/bind_symbols.h unbound_symbols), in
   /// name order: a backward kernel whose only input is [s0*s1, 32] and whose output is [s0, s1, 32] needs s0 and s1.
   /// The caller passes their values to run() / output_sizes(); without them those throw IRError naming the symbol.
-  /// Empty for most kernels. (A concat kernel with such symbols is refused at compile instead.)
+  /// Empty for most kernels. (A concat kernel has none: its segments take such symbols from its own bindings, and it
+  /// is refused at compile when its inputs cannot bind them.)
   const std::vector<std::string>& given_symbols() const { return given_symbols_; }
 
   /// The source of the first compiled variant (of every segment, one after the other, for a concat kernel).
@@ -129,6 +130,9 @@ class Kernel {
   /// The `given` bindings of the run on this thread (null outside a run, or when none were given): for the
   /// interpreter paths of a run (an empty reduced axis, an outer plan's epilogue).
   const Bindings* given_bindings() const;
+  /// Make `g` the `given` bindings of the calls on this thread (what run() does for its call); returns the previous
+  /// ones. run_concat gives a segment the parent's bindings this way.
+  static const Bindings* exchange_given(const Bindings* g);
   /// One call prepared up to the launch (kernel_variant.h).
   struct Prepared;
   /// run() of an ordinary kernel (no outer reductions, no concat) up to the launch: checks the operands, binds the
@@ -160,8 +164,9 @@ class Kernel {
   /// run() and output_sizes() of a kernel with concats (kernel_concat.cpp).
   void run_concat(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
   std::vector<std::vector<int64_t>> concat_output_sizes(const std::vector<HostTensor>& inputs) const;
-  /// The symbols a concat kernel's launch evaluates (ConcatParts::need: output shapes, segment widths) bound from the
-  /// parent's input sizes (ir/bind_symbols.h); symbols only the segments use are left to them. Throws IRError.
+  /// The symbols a concat kernel's launch evaluates (ConcatParts::need: output shapes, segment widths, the segments'
+  /// given symbols) bound from the parent's input sizes (ir/bind_symbols.h); symbols a segment's own inputs bind are
+  /// left to it. Throws IRError.
   Bindings bind_concat(const std::vector<HostTensor>& inputs) const;
   /// compile_many for graphs none of which has a concat (kernel_batch.cpp).
   static std::vector<Compiled> compile_many_plain(const std::vector<Graph>& graphs, int threads);

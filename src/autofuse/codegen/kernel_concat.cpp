@@ -26,10 +26,20 @@ std::set<std::string> concat_launch_symbols(const Graph& g, const ConcatSplit& s
   return need;
 }
 
+/// concat_launch_symbols and the symbols the segments `parts` take from the parent (their given symbols: a
+/// segment whose only input is the broadcast [1, 1, D] of a class token, written [s0, 1, D]).
+std::set<std::string> concat_need(const Graph& g, const ConcatSplit& split,
+                                  const std::vector<std::shared_ptr<Kernel>>& parts) {
+  std::set<std::string> need = concat_launch_symbols(g, split);
+  for (const auto& p : parts)
+    if (p) need.insert(p->given_symbols().begin(), p->given_symbols().end());
+  return need;
+}
+
 /// The Kernel::ConcatParts of a split of g whose segment kernels are `parts`.
 Kernel::ConcatParts make_parts(const Graph& g, ConcatSplit split, std::vector<std::shared_ptr<Kernel>> parts) {
   Kernel::ConcatParts p;
-  p.need = concat_launch_symbols(g, split);
+  p.need = concat_need(g, split, parts);
   std::vector<int64_t> w;
   for (const Expr& e : split.widths)
     if (auto c = e.as_const()) w.push_back(*c);
@@ -74,14 +84,11 @@ std::shared_ptr<Kernel> Kernel::build_concat(const Graph& g) {
   if (auto w = unbound_symbol_reason(g, concat_launch_symbols(g, *split)))
     throw IRError("kernel " + g.name() + ": " + *w);
   std::vector<std::shared_ptr<Kernel>> parts;
-  for (const ConcatSegment& s : split->segments) {
-    parts.push_back(build(s.graph));
-    // A segment runs with its own inputs' bindings only (run_concat passes no given symbols): one whose inputs
-    // cannot bind a symbol it evaluates refuses the whole kernel, as before kernels took given symbols.
-    if (!parts.back()->given_symbols_.empty())
-      throw IRError("kernel " + g.name() + ": segment " + s.graph.name() + ": " +
-                    unbound_symbol_reason(s.graph, symbols_needed_to_run(s.graph)).value_or("unbound size symbol"));
-  }
+  for (const ConcatSegment& s : split->segments) parts.push_back(build(s.graph));
+  // A segment whose own inputs cannot bind a symbol it evaluates takes it from the parent's bindings (run_concat);
+  // the parent must bind it from its input sizes (review 16a: the class-token segment of ViT's concat).
+  if (auto w = unbound_symbol_reason(g, concat_need(g, *split, parts)))
+    throw IRError("kernel " + g.name() + ": a segment's size symbol: " + *w);
   auto p = std::make_shared<const ConcatParts>(make_parts(g, std::move(*split), std::move(parts)));
   return std::shared_ptr<Kernel>(new Kernel(g, p));
 }
@@ -123,13 +130,24 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
     throw IRError("kernel " + name_ + ": expected " + std::to_string(graph_.inputs().size()) + " inputs and " +
                   std::to_string(graph_.outputs().size()) + " outputs, got " + std::to_string(inputs.size()) + " and " +
                   std::to_string(outputs.size()));
+  bool segments_given = false;  // a segment takes symbols from the parent's bindings
+  for (const auto& p : concat_->parts) segments_given = segments_given || !p->given_symbols_.empty();
+  Bindings b;
+  if (!concat_->const_widths || segments_given) b = bind_concat(inputs);
   std::vector<int64_t> widths;
   if (concat_->const_widths) {
     widths = *concat_->const_widths;
   } else {
-    const Bindings b = bind_concat(inputs);
     for (const Expr& e : sp.widths) widths.push_back(e.eval(b));
   }
+  // The `given` bindings of a segment's prepare / run on this thread, restored at the end of the scope.
+  struct SegmentGiven {
+    const Bindings* saved;
+    explicit SegmentGiven(const Bindings* g) : saved(exchange_given(g)) {}
+    ~SegmentGiven() { exchange_given(saved); }
+    SegmentGiven(const SegmentGiven&) = delete;
+    SegmentGiven& operator=(const SegmentGiven&) = delete;
+  };
   int64_t total = 0;
   for (int64_t w : widths) total += w;
   auto check = [&](const HostTensor& t, int dim, const std::string& what) {
@@ -177,8 +195,9 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
       byte_off[j].push_back(slice_offset(outputs[k], sp.output_dim[k], offset));
     }
     const Kernel& part = *concat_->parts[j];
+    SegmentGiven given(part.given_symbols_.empty() ? nullptr : &b);
     if (part.outer_ || part.concat_) {
-      part.run(in, out);
+      part.run(in, out, part.given_symbols_.empty() ? nullptr : &b);
       cacheable = false;
     } else if (part.prepare(in, out, &prep[j])) {
       if (prep[j].candidate.kind == TilingKind::Split) {

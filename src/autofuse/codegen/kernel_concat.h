@@ -19,7 +19,8 @@ struct Kernel::ConcatParts {
   std::vector<std::shared_ptr<Kernel>> parts;  ///< per segment
   /// Segment widths when all are constants (no symbol binding at launch), else nullopt.
   std::optional<std::vector<int64_t>> const_widths;
-  /// The symbols the concat launch itself evaluates (output shapes, widths), bound by Kernel::bind_concat.
+  /// The symbols the concat launch itself evaluates (output shapes, widths) and those segments take from it (their
+  /// given symbols), bound by Kernel::bind_concat.
   std::set<std::string> need;
 };
 

@@ -19,14 +19,15 @@ FusionOptions default_fusion_options() {
   return o;
 }
 
-void verify_fused_graph(const FusedGraph& f) {
+void verify_fused_graph(const FusedGraph& f, const std::set<std::string>& given_symbols) {
   const Graph& g = f.graph;
   auto fail = [](const std::string& m) { throw IRError("pipeline: after fusion: " + m); };
   std::vector<bool> available(g.size(), false);
   for (ValueId v : g.inputs()) available[v] = true;
   std::vector<int> computed(g.size(), 0);
   for (const FusionGroup& grp : f.groups) {
-    verify(grp.subgraph, VerifyOptions{.output_shapes_bind = true});  // its caller allocates its outputs
+    // its caller allocates its outputs and gives the symbols of the graph's scalar arguments
+    verify(grp.subgraph, VerifyOptions{.output_shapes_bind = true, .given_symbols = given_symbols});
     for (ValueId v : grp.inputs)
       if (!available[v]) fail("group " + grp.name + " reads %" + g.node(v).name + " before any step writes it");
     std::set<ValueId> mem(grp.nodes.begin(), grp.nodes.end());
@@ -46,9 +47,9 @@ void verify_fused_graph(const FusedGraph& f) {
 }
 
 FusedGraph run_fusion_pipeline(const Graph& g, const FusionOptions& o) {
-  verify(g);
+  verify(g, VerifyOptions{.output_shapes_bind = false, .given_symbols = o.given_symbols});
   FusedGraph f = fuse(g, o);
-  verify_fused_graph(f);
+  verify_fused_graph(f, o.given_symbols);
   return f;
 }
 

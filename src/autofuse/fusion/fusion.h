@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,9 @@ struct FusionOptions {
   /// The code generator's verdict on a candidate kernel graph: nullopt if it compiles to one kernel, else the reason.
   /// Empty: only fusion's own rules (space.h) apply. The pipeline passes codegen's kernel_unsupported_reason.
   std::function<std::optional<std::string>(const Graph&)> kernel_check;
+  /// Symbols the caller binds from scalar arguments (VerifyOptions::given_symbols): the pipeline's verifiers count
+  /// them as bound; fusion itself does not look at them.
+  std::set<std::string> given_symbols;
 };
 
 /// Partition `g` (verified, nodes in topological order) into fusion groups. Dead nodes (not reaching an output) are

@@ -96,6 +96,7 @@ class Verifier {
       for (ValueId v : g_.outputs())
         if (v >= 0 && v < n_nodes)
           for (const auto& d : g_.node(v).shape) d.collect_symbols(bound_);
+    bound_.insert(o_.given_symbols.begin(), o_.given_symbols.end());
     for (const auto& s : bound_) stride_only_.erase(s);
     for (size_t i = 0; i < g_.size(); ++i) check_node(static_cast<ValueId>(i));
     for (size_t i = 0; i < g_.outputs().size(); ++i) {
@@ -155,7 +156,8 @@ class Verifier {
     for (const auto& [name, v] : n.attrs)
       if (n.op != OpKind::Input || name != "strides") collect_attr_symbols(v, used);  // a strides hint binds nothing
     const std::string binders =
-        o_.output_shapes_bind ? "the graph's input shapes or output shapes" : "any graph input's shape";
+        std::string(o_.output_shapes_bind ? "the graph's input shapes or output shapes" : "any graph input's shape") +
+        (o_.given_symbols.empty() ? "" : " or given by the caller");
     for (const auto& s : used)
       if (!bound_.count(s))
         fail(id, "size symbol " + s + " is not bound by " + binders +

@@ -1,6 +1,7 @@
 // The IR verifier: checks every structural and typing rule of a Graph (see verify()).
 #pragma once
 
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -29,13 +30,17 @@ class VerifyError : public IRError {
 ///  - symbols: every size symbol used anywhere appears in a graph input's shape, the one place a run binds symbols
 ///    from (ir/bind_symbols.h); a symbol may also appear in an input's `strides` hint (a row pitch: the actual strides
 ///    are read at run time), but that alone binds nothing, so it may be used nowhere else. With
-///    VerifyOptions::output_shapes_bind, an output's shape binds too (see there);
+///    VerifyOptions::output_shapes_bind, an output's shape binds too (see there), and VerifyOptions::given_symbols
+///    are bound by the caller;
 ///  - outputs: every output is a value id of the graph.
 struct VerifyOptions {
   /// Count the symbols of output shapes as bound: for the sub-graph of a fusion group, whose caller allocates its
   /// outputs from sizes known outside it (a lone iota whose length comes from another group's input). Off for whole
   /// graphs: `reshape {shape=[s1, 4]}` with s1 in no input is an error there.
   bool output_shapes_bind = false;
+  /// Symbols the caller binds from outside the tensors: a Dynamo graph's SymInt arguments (`torch.arange(n)` where n
+  /// reaches the graph only as an integer). Kernels take their values from the caller (Kernel::given_symbols).
+  std::set<std::string> given_symbols;
 };
 void verify(const Graph& g, const VerifyOptions& options = {});
 
