@@ -225,13 +225,23 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
         st.kernel = k
         st.run = k.run
         # Symbols its input sizes do not determine (a backward kernel's output [s0, s1, 32] from an input
-        # [s0*s1, 32]): the program passes its bindings, `K(ins, outs, _bind)` (Kernel.run's `given`).
-        st.needs_bindings = bool(getattr(k, "given_symbols", ()))
+        # [s0*s1, 32]), or symbols of SymInt arguments, which the kernel must take as given rather than solve an
+        # input size for (x[n:] reads an input of size -n, and n may be negative): the program passes its
+        # bindings, `K(ins, outs, _bind)` (Kernel.run's `given`).
+        st.needs_bindings = bool(getattr(k, "given_symbols", ())) or _uses_any(st.info["subgraph"], given)
         st.info["source"] = _get(k, "source")
         tiling = getattr(k, "tiling_report", None)
         if tiling is not None:
             st.info["tiling"] = str(_get(k, "tiling_report"))
     return steps
+
+
+def _uses_any(graph, symbols) -> bool:
+    """Whether the C++ ``graph`` uses any of the size ``symbols`` (``Graph.symbols``)."""
+    if not symbols:
+        return False
+    used = _get(graph, "symbols")
+    return used is not None and not set(symbols).isdisjoint(used)
 
 
 def group_graph(lg: LoweredGraph, step: Step, core, name: str = "kernel"):

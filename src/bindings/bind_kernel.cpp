@@ -22,15 +22,23 @@ struct KernelFailure {
   std::exception_ptr error;
 };
 
-/// The values of k's given symbols from a Python mapping {name: int} (other names are not read). Raises KeyError
-/// naming the kernel and the missing symbol, TypeError when a value is not an int.
+/// The values of k's symbols from a Python mapping {name: int}: every given symbol (KeyError naming the kernel and
+/// the symbol when one is missing) and any other symbol of k's graph it holds (Kernel::run takes those as given too);
+/// names k does not use are not read. TypeError when a value is not an int.
 Bindings given_bindings(const Kernel& k, nb::handle given) {
   Bindings b;
+  const bool mapping = PyMapping_Check(given.ptr()) != 0;
   for (const std::string& s : k.given_symbols()) {
     nb::str key(s.c_str());
-    if (!PyMapping_Check(given.ptr()) || !PyMapping_HasKey(given.ptr(), key.ptr()))
+    if (!mapping || !PyMapping_HasKey(given.ptr(), key.ptr()))
       throw nb::key_error(("kernel " + k.name() + ": `given` has no value for size symbol " + s).c_str());
     b[s] = to_int64(given[key], "kernel " + k.name() + ": `given` value of size symbol " + s);
+  }
+  if (!mapping) return b;
+  for (const std::string& s : k.graph().symbols()) {
+    nb::str key(s.c_str());
+    if (!b.count(s) && PyMapping_HasKey(given.ptr(), key.ptr()))
+      b[s] = to_int64(given[key], "kernel " + k.name() + ": `given` value of size symbol " + s);
   }
   return b;
 }
@@ -92,8 +100,9 @@ void bind_kernel(nb::module_& m) {
           nb::arg("inputs"), nb::arg("outputs"), nb::arg("given") = nb::none(),
           "Compute the outputs in place. inputs: one tensor/array per graph input (any strides, 0 for expanded dims); "
           "outputs: caller-allocated tensors of output_sizes(inputs) (any strides); given: a dict of symbol values "
-          "holding at least given_symbols (others are ignored). Raises IRError on a dtype or size mismatch or a "
-          "missing given symbol.")
+          "holding at least given_symbols; any other symbol of the kernel in it is taken as given too and the "
+          "input sizes are checked against it (names the kernel does not use are ignored). Raises IRError on a dtype "
+          "or size mismatch or a missing given symbol.")
       .def(
           "output_sizes",
           [](const Kernel& k, nb::handle inputs, nb::handle given) {

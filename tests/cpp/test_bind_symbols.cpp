@@ -199,5 +199,29 @@ TEST(BindSymbols, KernelsTakeSymbolsOnlyAProductDetermines) {
   }
 }
 
+// A SymInt argument's symbol in an input size (review 16c: x[:n] reads [s0 + 9], x[n:] reads [-s0]; n < 0): the
+// build-time trial (positive values) finds the size determines s0, but solving it finds only s0 >= 0. A value the
+// caller gives is taken as given and the size checked against it.
+TEST(BindSymbols, KernelsTakeAGivenSymbolInsteadOfSolvingForIt) {
+  Graph g = parse_graph(R"(graph k(%a: f32[s0 + 9]) {
+    %m = add(%a, %a)
+    return %m
+  })");
+  std::vector<float> a = {1, 2, 3, 4, 5, 6}, out(6, -1.0f);
+  const std::vector<HostTensor> in = {HostTensor::view(DType::Float32, a.data(), {6}, {1})};
+  const std::vector<HostTensor> outs = {HostTensor::view(DType::Float32, out.data(), {6}, {1})};
+  auto fresh = Kernel::compile(g);
+  EXPECT_TRUE(fresh->given_symbols().empty());
+  const Bindings wrong{{"s0", -2}};
+  EXPECT_NE(error_of([&] { fresh->run(in, outs, &wrong); }).find("dim 0 has size 6, expected s0 + 9 = 7"),
+            std::string::npos);
+  auto k = Kernel::compile(g);
+  EXPECT_NE(error_of([&] { k->run(in, outs); }).find("size symbol s0 is not determined"), std::string::npos);
+  const Bindings given{{"s0", -3}, {"s9", 7}};  // s9: not the kernel's, ignored
+  EXPECT_EQ(k->output_sizes(in, &given), (std::vector<std::vector<int64_t>>{{6}}));
+  k->run(in, outs, &given);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], 2 * a[i]) << "element " << i;
+}
+
 }  // namespace
 }  // namespace autofuse

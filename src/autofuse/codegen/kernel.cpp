@@ -178,6 +178,26 @@ std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& 
   return add_variant(unit_inner, rows_vector, std::move(vs), std::move(jit));
 }
 
+Bindings Kernel::given_seed() const {
+  Bindings seed;
+  for (const std::string& s : given_symbols_) {
+    auto it = t_given != nullptr ? t_given->find(s) : Bindings::const_iterator{};
+    if (t_given == nullptr || it == t_given->end()) {
+      throw IRError("kernel " + name_ + ": size symbol " + s +
+                    " is not determined by the input sizes and its value was not given (Kernel::run's `given` "
+                    "bindings; the kernel's given symbols are its caller's to pass)");
+    }
+    seed[s] = it->second;
+  }
+  if (t_given == nullptr) return seed;
+  // Any other symbol of the kernel the caller gives is taken as given too: solving an input size for it is right
+  // only for a size symbol (>= 0), while a scalar argument's symbol may be negative (x[n:] reads an input of size
+  // -n; the build-time trial, at positive values, found -n determines n).
+  for (const std::string& s : graph_.symbols())
+    if (auto it = t_given->find(s); it != t_given->end()) seed.emplace(s, it->second);
+  return seed;
+}
+
 Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
   const size_t ni = static_cast<size_t>(nest_.num_inputs);
   if (inputs.size() != ni)
@@ -195,18 +215,8 @@ Bindings Kernel::bind(const std::vector<HostTensor>& inputs) const {
                     ", expected " + std::to_string(nd.shape.size()));
     args[i] = ShapeArg{&nd, &t.sizes};
   }
-  // Every input dim must evaluate (need = null). The symbols the inputs cannot bind (given_symbols_, decided at
-  // build) are seeded from the caller's bindings; every other symbol of the kernel appears in its inputs' sizes.
-  Bindings seed;
-  for (const std::string& s : given_symbols_) {
-    auto it = t_given != nullptr ? t_given->find(s) : Bindings::const_iterator{};
-    if (t_given == nullptr || it == t_given->end()) {
-      throw IRError("kernel " + name_ + ": size symbol " + s +
-                    " is not determined by the input sizes and its value was not given (Kernel::run's `given` "
-                    "bindings; the kernel's given symbols are its caller's to pass)");
-    }
-    seed[s] = it->second;
-  }
+  // Every input dim must evaluate (need = null), against the symbols the caller gives (given_seed).
+  const Bindings seed = given_seed();
   try {
     Bindings b = bind_shape_symbols(args, nullptr, seed.empty() ? nullptr : &seed);
     check_sizes(graph_, b);  // a value of negative size (full {shape=[s0 - 10]} for s0 = 3)

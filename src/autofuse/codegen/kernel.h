@@ -72,8 +72,10 @@ class Kernel {
   /// Inputs may have any strides (0 for expanded dims). Throws IRError on a dtype/size mismatch. The launches of
   /// the last 4 distinct operand layouts are cached: a call whose operands have the same dtypes, sizes and strides (and
   /// the same thread count) skips binding, checks, tiling decision and variant lookup, and launches with its own data
-  /// pointers. `given`: the values of given_symbols() (others in it are ignored); calls of a kernel with given
-  /// symbols are not cached.
+  /// pointers. `given`: the values of given_symbols(), and optionally of other symbols of the kernel, which are taken
+  /// as given too: the input sizes are checked against them, never solved for them (a scalar argument's symbol may be
+  /// negative, x[n:] reads an input of size -n; solving only finds sizes >= 0); symbols the kernel does not use are
+  /// ignored. Calls of a kernel with given symbols are not cached.
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
            const Bindings* given = nullptr) const;
 
@@ -127,6 +129,11 @@ class Kernel {
   /// vector-rows nest; compiled on first use.
   std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
+  /// The caller's values (Kernel::run's `given`, this thread's) of the kernel's symbols: every given symbol, which
+  /// must be there (IRError naming it otherwise), and any other symbol of the graph present in them. bind() and
+  /// bind_concat() seed their bindings with it, so the input sizes are checked against these values, never solved
+  /// for them.
+  Bindings given_seed() const;
   /// The `given` bindings of the run on this thread (null outside a run, or when none were given): for the
   /// interpreter paths of a run (an empty reduced axis, an outer plan's epilogue).
   const Bindings* given_bindings() const;

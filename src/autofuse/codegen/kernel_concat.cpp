@@ -108,8 +108,9 @@ Bindings Kernel::bind_concat(const std::vector<HostTensor>& inputs) const {
                     ", expected " + std::to_string(nd.shape.size()));
     args[i] = ShapeArg{&nd, &inputs[i].sizes};
   }
+  const Bindings seed = given_seed();  // the caller's values of the kernel's symbols (a SymInt argument's)
   try {
-    Bindings b = bind_shape_symbols(args, &concat_->need);
+    Bindings b = bind_shape_symbols(args, &concat_->need, seed.empty() ? nullptr : &seed);
     check_sizes(graph_, b);  // a value of negative size (full {shape=[s0 - 10]} for s0 = 3)
     return b;
   } catch (const IRError& e) {
@@ -130,7 +131,10 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
     throw IRError("kernel " + name_ + ": expected " + std::to_string(graph_.inputs().size()) + " inputs and " +
                   std::to_string(graph_.outputs().size()) + " outputs, got " + std::to_string(inputs.size()) + " and " +
                   std::to_string(outputs.size()));
-  bool segments_given = false;  // a segment takes symbols from the parent's bindings
+  // A segment takes symbols from the parent's bindings when it has given symbols, or when the parent's caller gave
+  // values (which then reach every segment through the parent's bindings, Kernel::given_seed).
+  const bool caller_gave = given_bindings() != nullptr;
+  bool segments_given = caller_gave;
   for (const auto& p : concat_->parts) segments_given = segments_given || !p->given_symbols_.empty();
   Bindings b;
   if (!concat_->const_widths || segments_given) b = bind_concat(inputs);
@@ -195,9 +199,10 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
       byte_off[j].push_back(slice_offset(outputs[k], sp.output_dim[k], offset));
     }
     const Kernel& part = *concat_->parts[j];
-    SegmentGiven given(part.given_symbols_.empty() ? nullptr : &b);
+    const Bindings* part_given = part.given_symbols_.empty() && !caller_gave ? nullptr : &b;
+    SegmentGiven given(part_given);
     if (part.outer_ || part.concat_) {
-      part.run(in, out, part.given_symbols_.empty() ? nullptr : &b);
+      part.run(in, out, part_given);
       cacheable = false;
     } else if (part.prepare(in, out, &prep[j])) {
       if (prep[j].candidate.kind == TilingKind::Split) {
