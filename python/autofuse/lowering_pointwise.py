@@ -356,11 +356,32 @@ def _where(L: Lowerer, node) -> int:
     return _op(L, "where", [c, L.operand(a, dt), L.operand(b, dt)], dtype=dt)
 
 
+def _value_dtype_can_overflow(src: torch.dtype, dt: torch.dtype) -> bool:
+    """Whether some value of dtype ``src``, read as a Python-like scalar (``item()``: int64 or double), fails eager's
+    range check on conversion to ``dt`` (``check_scalar_fits``): a float into an integer dtype (NaN), a wider float
+    into a narrower one, an integer beyond the target's range ([-max, max] for unsigned targets; bool never)."""
+    if src == torch.bool or dt == torch.bool:
+        return False
+    if dt.is_floating_point:
+        lim = torch.finfo(src) if src.is_floating_point else torch.iinfo(src)
+        return max(abs(lim.min), lim.max) > torch.finfo(dt).max
+    if src.is_floating_point:
+        return True
+    s, d = torch.iinfo(src), torch.iinfo(dt)
+    lo = -d.max if d.min == 0 else d.min
+    return s.min < lo or s.max > d.max
+
+
 @register(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 def _masked_fill(L: Lowerer, node) -> int:
+    """``where(mask, value, x)``. A Python value out of eager's range stays with ATen (``check_scalar_fits``); so does
+    a 0-d tensor value whose dtype can hold one: eager checks ``value.item()`` at run time (even under an all-False
+    mask), which a kernel cannot (review 16c)."""
     x, mask, value = node.args
     dt = _out_dtype(node)
     check_scalar_fits(value, dt, "masked_fill value")
+    if isinstance(value, torch.fx.Node) and _value_dtype_can_overflow(L.meta(value).dtype, dt):
+        raise Unsupported(f"masked_fill value of {L.meta(value).dtype} on {dt}: eager checks its range at run time")
     c = L.cast(L.value(mask), torch.bool)
     return _op(L, "where", [c, L.operand(value, dt), L.operand(x, dt)], dtype=dt)
 
