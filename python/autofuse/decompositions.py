@@ -39,8 +39,10 @@ KEEP_WHOLE = [
 
 #: Ops whose core-ATen decomposition drops eager's range check of a Python scalar: ``masked_fill(x, m, 3e38)`` on
 #: float16 became ``where(m, 3e38, x)`` (inf; eager raises). Kept whole, it reaches the lowering, whose
-#: ``check_scalar_fits`` leaves an out-of-range value to ATen, which raises (review 16b).
-KEEP_FOR_SCALAR_CHECKS = [aten.masked_fill.Scalar]
+#: ``check_scalar_fits`` leaves an out-of-range value to ATen, which raises (review 16b). Likewise masked_fill with a
+#: 0-d tensor value, which eager checks at run time (``value.item()``): its decomposition converted the value without
+#: a check (int8 masked_fill(m, tensor(300)) was 44; review 16c).
+KEEP_FOR_SCALAR_CHECKS = [aten.masked_fill.Scalar, aten.masked_fill.Tensor]
 
 #: c10's ScalarType names, as eager's error messages spell dtypes.
 _SCALAR_TYPE_NAMES = {torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.bool: "Bool",

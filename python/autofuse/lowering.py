@@ -51,6 +51,7 @@ def check_scalar_fits(value, dtype: torch.dtype, what: str, floats: bool = True)
     be converted to type ... without overflow``; a kernel would wrap or saturate silently, so the op stays with ATen,
     which raises that error. The ranges are eager's (measured, torch 2.13): signed integers their own, unsigned
     integers [-max, max] (-1 on uint8 is 255), float dtypes a finite value beyond +-finfo.max (inf and NaN pass).
+    A float value on an integer dtype is checked as in c10's ``overflows<int, double>`` (below).
     ``floats=False`` skips the float-dtype check, for the callers whose eager op has none there: where's scalar
     with a float16 / bfloat16 result (it overflows to inf; a float32 result raises, also for an integer tensor with a
     float scalar: where(c, x, s) reaches the lowering as where(c, x, scalar_tensor(s, dtype)), and eager's
@@ -63,9 +64,15 @@ def check_scalar_fits(value, dtype: torch.dtype, what: str, floats: bool = True)
         if floats and math.isfinite(value) and abs(value) > torch.finfo(dtype).max:
             raise Unsupported(f"{what} {value} is out of range for {dtype} (eager raises an overflow error)")
         return
-    if not isinstance(value, int):
-        return
     info = torch.iinfo(dtype)
+    if isinstance(value, float):
+        # c10's overflows<int, double>: NaN and +-inf, and a value below the dtype's lowest (0 for unsigned: -0.5 on
+        # uint8 raises) or above its max (127.5 on int8 raises, on int32 it is 127; review 16c). c10 compares as
+        # doubles, Python exactly: they differ only for 2.0**63 on int64, which eager accepts (int64's max is 2**63
+        # as a double) and converts with undefined behaviour; left to ATen too
+        if math.isnan(value) or not info.min <= value <= info.max:
+            raise Unsupported(f"{what} {value} does not fit {dtype} (eager raises an overflow error)")
+        return
     lo = -info.max if info.min == 0 else info.min
     if not lo <= value <= info.max:
         raise Unsupported(f"{what} {value} does not fit {dtype} (eager raises an overflow error)")

@@ -138,9 +138,10 @@ def _binary(L: Lowerer, node) -> int:
     op = _BINARY[node.target.overloadpacket]
     if op in ("mul", "floordiv"):
         a, b = node.args[0], node.args[1]
-        dt = _opmath(L.promote(a, b), b)
-        if op == "mul" or dt.is_floating_point:  # integer floor division: checked below
-            return _op(L, op, [L.operand(a, dt), L.operand(b, dt)])
+        dt = L.promote(a, b)
+        cdt = _opmath(dt, b)
+        if op == "mul" or cdt.is_floating_point:  # integer floor division: checked below
+            return _op(L, op, [_in(L, a, dt, cdt), L.operand(b, cdt)])
     if op in _INT_DIVISION:
         _check_integer_divisor(L.promote(node.args[0], node.args[1]), node.args[1])
     dt, x, y = _binary_operands(L, node, node.args[0], node.args[1])
@@ -196,7 +197,9 @@ def _opmath(dt: torch.dtype, other) -> torch.dtype:
     Eager's CPU mul, div_true, div_floor and div_trunc kernels read such a second operand at float32 (ATen's
     ``original_scalar_value<opmath_t>``, from its own dtype) rather than rounding it to the tensor's dtype, compute in
     float32 and round the result once; computing the node in float32 (the Lowerer casts it back to the node's dtype,
-    one rounding under both precision policies) gives the same bits. A scalar first operand, and add/sub (alpha too),
+    one rounding under both precision policies) gives the same bits. The first operand is converted to ``dt`` first
+    (``_in``): eager's TensorIterator casts an integer / bool tensor to the common dtype before the kernel reads it
+    (int32 2049 * a 0-d float16 1.5 is 2048 * 1.5 = 3072; review 16c). A scalar first operand, and add/sub (alpha too),
     remainder, fmod, pow, atan2, comparisons, are converted to the tensor's dtype in eager, so they do not use this
     (tests/python/test_lowp_scalar_operands.py; ``x * 0.1`` in f16 differed by an ulp, f16 ``7 // 0.7`` was 9
     instead of 10, ``x * torch.tensor(0.7)`` differed in 1717 of 4096 f16 elements).
@@ -263,11 +266,13 @@ def _div(L: Lowerer, node) -> int:
     mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
     dt = L.promote(a, b)
     if mode is None:
-        dt = _opmath(_out_dtype(node), b)  # integer / integer is true division in the default float type
-        return _op(L, "div", [L.operand(a, dt), L.operand(b, dt)])
+        dt = _out_dtype(node)  # integer / integer is true division in the default float type
+        cdt = _opmath(dt, b)
+        return _op(L, "div", [_in(L, a, dt, cdt), L.operand(b, cdt)])
     _check_integer_divisor(dt, b)
-    dt = _opmath(dt, b)
-    x, y = L.operand(a, dt), L.operand(b, dt)
+    cdt = _opmath(dt, b)
+    x, y = _in(L, a, dt, cdt), L.operand(b, cdt)
+    dt = cdt
     if mode == "floor":
         return _op(L, "floordiv", [x, y])
     if mode == "trunc" and dt.is_floating_point:
@@ -351,11 +356,32 @@ def _where(L: Lowerer, node) -> int:
     return _op(L, "where", [c, L.operand(a, dt), L.operand(b, dt)], dtype=dt)
 
 
+def _value_dtype_can_overflow(src: torch.dtype, dt: torch.dtype) -> bool:
+    """Whether some value of dtype ``src``, read as a Python-like scalar (``item()``: int64 or double), fails eager's
+    range check on conversion to ``dt`` (``check_scalar_fits``): a float into an integer dtype (NaN), a wider float
+    into a narrower one, an integer beyond the target's range ([-max, max] for unsigned targets; bool never)."""
+    if src == torch.bool or dt == torch.bool:
+        return False
+    if dt.is_floating_point:
+        lim = torch.finfo(src) if src.is_floating_point else torch.iinfo(src)
+        return max(abs(lim.min), lim.max) > torch.finfo(dt).max
+    if src.is_floating_point:
+        return True
+    s, d = torch.iinfo(src), torch.iinfo(dt)
+    lo = -d.max if d.min == 0 else d.min
+    return s.min < lo or s.max > d.max
+
+
 @register(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 def _masked_fill(L: Lowerer, node) -> int:
+    """``where(mask, value, x)``. A Python value out of eager's range stays with ATen (``check_scalar_fits``); so does
+    a 0-d tensor value whose dtype can hold one: eager checks ``value.item()`` at run time (even under an all-False
+    mask), which a kernel cannot (review 16c)."""
     x, mask, value = node.args
     dt = _out_dtype(node)
     check_scalar_fits(value, dt, "masked_fill value")
+    if isinstance(value, torch.fx.Node) and _value_dtype_can_overflow(L.meta(value).dtype, dt):
+        raise Unsupported(f"masked_fill value of {L.meta(value).dtype} on {dt}: eager checks its range at run time")
     c = L.cast(L.value(mask), torch.bool)
     return _op(L, "where", [c, L.operand(value, dt), L.operand(x, dt)], dtype=dt)
 

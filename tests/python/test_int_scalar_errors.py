@@ -52,6 +52,21 @@ RAISING = {
     "i32_pow_2e31": lambda a: (a + 1) ** 2**31,
     "i8_pow_300": lambda a: (a.to(torch.int8) + 1) ** 300,
     "i8_pow_2e63": lambda a: (a.to(torch.int8) + 1) ** (2**63 - 1),
+    # review 16c: a float value on an integer dtype is range-checked too (as a double against the dtype's limits,
+    # with no wrap-around for unsigned: -0.5 on uint8 raises), NaN and +-inf always (a Python NaN / inf value Dynamo
+    # rejects while tracing, before the backend: int(nan) in torch's masked_fill reference); and a 0-d tensor value of
+    # masked_fill (eager checks value.item() at run time, even where the mask is all False): see
+    # test_masked_fill_with_a_0d_tensor_value
+    "i8_masked_fill_127_9": lambda a: (a.to(torch.int8) + 1).masked_fill(a > 0, 127.9),
+    "i8_masked_fill_127_5": lambda a: (a.to(torch.int8) + 1).masked_fill(a > 0, 127.5),
+    "i8_masked_fill_minus_128_5": lambda a: (a.to(torch.int8) + 1).masked_fill(a > 0, -128.5),
+    "i32_masked_fill_3e9": lambda a: (a + 1).masked_fill(a > 0, 3e9),
+    "i32_masked_fill_minus_2e31_5": lambda a: (a + 1).masked_fill(a > 0, -2147483648.5),
+    "i32_masked_fill_2e31_5": lambda a: (a + 1).masked_fill(a > 0, 2147483647.5),
+    "u8_masked_fill_minus_0_5": lambda a: (a.to(torch.uint8) + 1).masked_fill(a > 0, -0.5),
+    "u8_masked_fill_minus_1_0": lambda a: (a.to(torch.uint8) + 1).masked_fill(a > 0, -1.0),
+    "i8_fill_300_5": lambda a: (a.to(torch.int8) + 1).fill_(300.5),
+    "i8_full_like_127_5": lambda a: torch.full_like(a.to(torch.int8), 127.5) + 1,
 }
 
 
@@ -96,6 +111,12 @@ IN_RANGE = {
     "f16_pow_32768": lambda a: (a.half() * 1) ** 32768,
     "i32_pow_float_1e300": lambda a: (a + 1) ** 1e300,
     "i32_pow_300": lambda a: (a + 1) ** 300,
+    # review 16c: the limits of the float-value check on integer dtypes (truncated as in eager)
+    "i32_masked_fill_127_5": lambda a: (a + 1).masked_fill(a > 0, 127.5),
+    "i8_masked_fill_minus_128_0": lambda a: (a.to(torch.int8) + 1).masked_fill(a > 0, -128.0),
+    "i8_masked_fill_127_0": lambda a: (a.to(torch.int8) + 1).masked_fill(a > 0, 127.0),
+    "u8_masked_fill_255_0": lambda a: (a.to(torch.uint8) + 1).masked_fill(a > 0, 255.0),
+    "i32_fill_minus_128_9": lambda a: (a + 1).fill_(-128.9),
 }
 
 
@@ -109,6 +130,63 @@ def test_in_range_scalars_still_compile(name):
     fallbacks = [f for r in afb.RECORDS[n0:] for f in r.fallbacks]
     assert not fallbacks, fallbacks  # the second review found uint8's -1 left to ATen with a false reason
     assert any(s.kind == "kernel" for r in afb.RECORDS[n0:] for s in r.steps), "expected a kernel"
+
+
+#: masked_fill with a 0-d tensor value (a graph input, known at run time only): (tensor dtype, value, eager raises).
+#: Eager converts ``value.item()`` with the range check even where the mask is all False, so a value dtype that can
+#: overflow the tensor's stays with ATen; one that cannot (same dtype, bool, int8 on uint8 (-128 wraps: [-max, max]),
+#: float16 on float32, int16 on float16) is lowered.
+TENSOR_VALUES = {
+    "i8_by_i64_300": (torch.int8, torch.tensor(300), True),
+    "i8_by_f32_127_9": (torch.int8, torch.tensor(127.9), True),
+    "i8_by_u8_200": (torch.int8, torch.tensor(200, dtype=torch.uint8), True),
+    "i32_by_f32_nan": (torch.int32, torch.tensor(float("nan")), True),
+    "f16_by_f32_1e10": (torch.float16, torch.tensor(1e10), True),
+    "f16_by_i32_70000": (torch.float16, torch.tensor(70000, dtype=torch.int32), True),
+    "i8_by_i64_7": (torch.int8, torch.tensor(7), False),
+    "i8_by_i8": (torch.int8, torch.tensor(-7, dtype=torch.int8), False),
+    "u8_by_i8_minus_128": (torch.uint8, torch.tensor(-128, dtype=torch.int8), False),
+    "i8_by_bool": (torch.int8, torch.tensor(True), False),
+    "f32_by_f16": (torch.float32, torch.tensor(7.5, dtype=torch.float16), False),
+    "f16_by_i16": (torch.float16, torch.tensor(300, dtype=torch.int16), False),
+    "f16_by_f32_inf": (torch.float16, torch.tensor(float("inf")), False),
+}
+#: Value dtypes that cannot overflow the tensor's dtype: lowered to a kernel, no ATen fallback.
+TENSOR_VALUES_LOWERED = ("i8_by_i8", "u8_by_i8_minus_128", "i8_by_bool", "f32_by_f16", "f16_by_i16")
+
+
+@pytest.mark.parametrize("mask_any", [True, False], ids=["mask", "no_mask"])
+@pytest.mark.parametrize("name", sorted(TENSOR_VALUES))
+def test_masked_fill_with_a_0d_tensor_value(name, mask_any):
+    """Review 16c: int8 masked_fill(m, tensor(300)) gave 44 and float16 masked_fill(m, tensor(1e10)) inf, where eager
+    raises "value cannot be converted to type ... without overflow"."""
+    dtype, v, raises = TENSOR_VALUES[name]
+    fn = lambda a, m, v: (a.to(dtype) + 1).masked_fill(m, v)  # noqa: E731
+    m = A > (0 if mask_any else 99)
+    torch._dynamo.reset()
+    n0 = len(afb.RECORDS)
+    if raises:
+        with pytest.raises(RuntimeError) as eager:
+            fn(A, m, v)
+        with pytest.raises(Exception) as compiled:
+            torch.compile(fn, backend="autofuse")(A, m, v)
+        assert str(eager.value).splitlines()[0] in str(compiled.value), (str(eager.value), str(compiled.value))
+        return
+    got, want = torch.compile(fn, backend="autofuse")(A, m, v), fn(A, m, v)
+    assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+    if name in TENSOR_VALUES_LOWERED:
+        fallbacks = [f for r in afb.RECORDS[n0:] for f in r.fallbacks]
+        assert not fallbacks, fallbacks
+
+
+def test_fill_with_a_0d_tensor_value_is_unchecked():
+    """fill_ with a 0-d tensor value has no range check in eager (int8 fill_(tensor(300)) is 44, float16
+    fill_(tensor(1e10)) inf): the same values here, no error."""
+    for dtype, v in ((torch.int8, torch.tensor(300)), (torch.float16, torch.tensor(1e10))):
+        fn = lambda a, v: (a.to(dtype) + 1).fill_(v)  # noqa: E731
+        torch._dynamo.reset()
+        got, want = torch.compile(fn, backend="autofuse")(A, v), fn(A, v)
+        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
 
 
 @pytest.mark.parametrize("p", [0.5, -0.5, -1, -2])

@@ -166,3 +166,66 @@ def test_dynamic_python_float_argument(dtype, op, emulate, monkeypatch):
     for c in (0.5, 1.5, 0.1, 0.7, 1e-45, -3.3):
         _assert_bits(cf(x, c), fn(x, c), f"{op} by {c} {dtype}")
     assert all(r.mode == "kernels" for r in backend.RECORDS[n0:]), [r.reason for r in backend.RECORDS[n0:]]
+
+
+#: Non-float16/bfloat16 tensors times / divided by a 0-d float16 / bfloat16 tensor: the result is float16 / bfloat16
+#: (a 0-d float does not promote a float tensor's dtype, but it does an integer / bool one's).
+OTHER_OPERANDS = {
+    "i32": torch.tensor([2049, 4097, 3, 65001, -257, 1025, 70001, 0, -2049], dtype=torch.int32),
+    "i64": torch.tensor([2049, 4097, 3, 65001, -257, 1025, 70001, 0, 2**40 + 1]),
+    "i16": torch.tensor([257, 1025, 3, 30001, -2049, 0, 4097], dtype=torch.int16),
+    "i8": torch.tensor([-128, 127, 3, 0, -7], dtype=torch.int8),
+    "u8": torch.tensor([255, 129, 3, 0, 7], dtype=torch.uint8),
+    "bool": torch.tensor([True, False, True]),
+}
+
+
+@needs_native
+@pytest.mark.parametrize("emulate", ["0", "1"])
+@pytest.mark.parametrize("sdtype", LOWP, ids=LOWP_IDS)
+@pytest.mark.parametrize("xname", sorted(OTHER_OPERANDS))
+def test_integer_tensor_by_a_0d_lowp_tensor(xname, sdtype, emulate, monkeypatch):
+    """Review 16c: an integer tensor times / divided by a 0-d float16 / bfloat16 tensor went to float32 directly;
+    eager converts it to the result dtype first (int32 2049 * tensor(1.5, f16): eager 3072, ours 3074; bf16
+    257 * 1.5: 384, ours 386), then reads the 0-d operand at float32 and rounds once."""
+    monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
+    x = OTHER_OPERANDS[xname]
+    names = ("mul", "div", "floordiv", "div_floor", "div_trunc") if xname != "bool" else ("mul", "div")
+    fn = lambda a, b: tuple(BINARY[n](a, b) for n in names)  # noqa: E731
+    for s in (1.5, 0.75, 0.1234567, -3.0):
+        t = torch.tensor(s, dtype=sdtype)
+        for name, g, w in zip(names, _run(fn, x, t), fn(x, t)):
+            _assert_bits(g, w, f"{name}({xname}, 0-d {sdtype} {s}) emulate={emulate}")
+
+
+@needs_native
+@pytest.mark.parametrize("emulate", ["0", "1"])
+@pytest.mark.parametrize("xdtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=["f32", "f64", "f16", "bf16"])
+@pytest.mark.parametrize("sdtype", LOWP, ids=LOWP_IDS)
+def test_float_tensor_by_a_0d_lowp_tensor(sdtype, xdtype, emulate, monkeypatch):
+    """A float tensor keeps its dtype against a 0-d float16 / bfloat16 operand: float32 / float64 compute in their own
+    dtype (no opmath), a float16 tensor by a 0-d bfloat16 one (and the reverse) in float32 with the 0-d value
+    unrounded."""
+    monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
+    x = _values(xdtype)
+    x = torch.where(x == 0, torch.ones_like(x), x)
+    fn = lambda a, b: tuple(BINARY[n](a, b) for n in OPMATH)  # noqa: E731
+    for s in (1.5, 0.1234567):
+        t = torch.tensor(s, dtype=sdtype)
+        for name, g, w in zip(OPMATH, _run(fn, x, t), fn(x, t)):
+            _assert_bits(g, w, f"{name}({xdtype}, 0-d {sdtype} {s}) emulate={emulate}")
+
+
+@needs_native
+@pytest.mark.parametrize("emulate", ["0", "1"])
+@pytest.mark.parametrize("xname", ["i32", "bool"])
+def test_integer_tensor_by_a_python_float(xname, emulate, monkeypatch):
+    """An integer / bool tensor times / divided by a Python float is float32 (the default dtype): no opmath, and
+    the bits of eager's float32 result."""
+    monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
+    x = OTHER_OPERANDS[xname]
+    for s in (1.5, 0.1234567):
+        fn = lambda a, s=s: (a * s, a / s)  # noqa: E731
+        for name, g, w in zip(("mul", "div"), _run(fn, x), fn(x)):
+            _assert_bits(g, w, f"{name}({xname}, {s}) emulate={emulate}")
