@@ -195,6 +195,24 @@ def lookup_lowering(target) -> Optional[Callable]:
 IR_VIEW_OPS = frozenset({"reshape", "permute", "slice", "broadcast_to"})
 
 
+def scalar_as(value, dtype: torch.dtype):
+    """The Python value a scalar ``value`` (bool, int or float) becomes in ``dtype``, converted as torch converts a
+    scalar: an int for integer and bool dtypes (0 / 1 for bool, truncation for floats), else a float rounded once to
+    ``dtype``; a Python int within int64 goes int64 -> ``dtype`` directly, as eager's wrapped scalar does
+    (``float(2**60 + 2**36 + 1)`` would round it twice on the way to float32: 2**60 instead of eager's
+    2**60 + 2**37; review 16d). Out-of-range values are the callers' to refuse (``check_scalar_fits``)."""
+    if dtype == torch.bool:
+        return int(bool(value))
+    if not dtype.is_floating_point:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return float(torch.tensor(value, dtype=torch.int64).to(dtype).item())
+    value = float(value)
+    if dtype != torch.float64:
+        value = float(torch.tensor(value, dtype=torch.float64).to(dtype).item())
+    return value
+
+
 class Lowerer:
     """Builds a LoweredGraph from an FX GraphModule; the helpers below are the API of the lowering functions."""
 
@@ -239,13 +257,10 @@ class Lowerer:
         return self.add("cast", [v], {"dtype": DTYPE_TO_IR[dtype]}, dtype, n.shape)
 
     def constant(self, value, dtype: torch.dtype) -> int:
-        """A 0-d constant of ``dtype`` (value converted as torch would: bool, int or float)."""
-        if dtype == torch.bool:
-            value = int(bool(value))
-        elif not dtype.is_floating_point:
-            value = int(value)
-        else:
-            value = float(value)
+        """A 0-d constant of ``dtype`` holding ``value`` converted as torch converts a scalar (``scalar_as``). Stored
+        already rounded, so folding a cast of the constant (``cast``) starts from the value ``dtype`` holds (review
+        16d: ``2049 // tensor(1.5, f16)`` used 2049 where eager rounds it to 2048)."""
+        value = scalar_as(value, dtype)
         key = (repr(value), dtype)
         if key not in self._const_cache:
             self._const_cache[key] = self.add("constant", [], {"value": value, "dtype": DTYPE_TO_IR[dtype]}, dtype, ())

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .lowering import DTYPE_TO_IR, LOWERINGS, Lowerer, Unsupported, check_scalar_fits, register
+from .lowering import DTYPE_TO_IR, LOWERINGS, Lowerer, Unsupported, check_scalar_fits, register, scalar_as
 from .lowering_shapes import as_size
 
 aten = torch.ops.aten
@@ -86,7 +86,7 @@ def _fill_value(dt: torch.dtype, v, checked: bool = True):
     # only (which where(c, x, scalar) becomes: where(c, x, 1e5) in float16 is inf, where(c, x, 1e300) in float32
     # raises; measured, torch 2.13)
     check_scalar_fits(v, dt, "fill value", floats=checked)
-    return float(v) if dt.is_floating_point else int(v)
+    return scalar_as(v, dt)
 
 
 def _factory(L: Lowerer, node, value, checked: bool = True) -> int:

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .lowering import Lowerer, Unsupported, UnsupportedGraph, check_scalar_fits, register
+from .lowering import Lowerer, Unsupported, UnsupportedGraph, check_scalar_fits, register, scalar_as
 from .lowering_shapes import broadcast_sizes
 
 aten = torch.ops.aten
@@ -407,7 +407,7 @@ def _clamp(L: Lowerer, node) -> int:
         if not isinstance(bound, (int, float)) or isinstance(bound, bool):
             raise Unsupported("non-constant clamp bound")
         check_scalar_fits(bound, dt, f"clamp {key}")
-        attrs[key] = float(bound) if dt.is_floating_point else int(bound)
+        attrs[key] = scalar_as(bound, dt)
     if not attrs:
         return x
     return _op(L, "clamp", [x], attrs=attrs)

@@ -229,3 +229,42 @@ def test_integer_tensor_by_a_python_float(xname, emulate, monkeypatch):
         fn = lambda a, s=s: (a * s, a / s)  # noqa: E731
         for name, g, w in zip(("mul", "div"), _run(fn, x), fn(x)):
             _assert_bits(g, w, f"{name}({xname}, {s}) emulate={emulate}")
+
+
+@needs_native
+@pytest.mark.parametrize("emulate", ["0", "1"])
+@pytest.mark.parametrize("dtype", LOWP, ids=LOWP_IDS)
+@pytest.mark.parametrize("name", sorted(FLOOR_TRUNC))
+def test_python_number_divided_by_a_0d_lowp_tensor(name, dtype, emulate, monkeypatch):
+    """Review 16d: a Python number FIRST operand is converted to the result dtype before the float32 division (eager:
+    ``2049 // tensor(1.5, f16)`` is 2048 // 1.5 = 1365); folding the cast of its f16 constant to float32 started
+    from the unrounded 2049 (1366)."""
+    monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
+    for a, s in ((2049, 1.5), (4097, 0.75), (257, 1.5), (1.01, 0.25), (0.1, 0.0001), (-2049, 1.5)):
+        S = torch.tensor([s], dtype=dtype).reshape(())
+        fn = lambda t, a=a: FLOOR_TRUNC[name](a, t) + t  # noqa: E731  (+ t: a kernel, not a lone scalar op)
+        _assert_bits(_run(fn, S).reshape(1), fn(S).reshape(1), f"{a} {name} {dtype} {s}")
+
+
+INT_BEYOND_2_53 = {
+    "add": lambda x, v: x + v,
+    "masked_fill": lambda x, v: x.masked_fill(x > 0, v) + 0,
+    "fill": lambda x, v: x.clone().fill_(v) + 0,
+    "full_like": lambda x, v: torch.full_like(x, v) + x,
+    "where": lambda x, v: torch.where(x > 0, x, v) + 0,
+    "clamp_min": lambda x, v: x.clamp(min=v) + 0,
+}
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["f32", "f16", "bf16"])
+@pytest.mark.parametrize("name", sorted(INT_BEYOND_2_53))
+def test_python_int_beyond_2_53_is_rounded_once(name, dtype):
+    """Review 16d: a Python int scalar went int -> double -> dtype; eager converts int64 -> dtype. For float32,
+    2**60 + 2**36 + 1 is 2**60 + 2**37 in eager and was 2**60 (a tie after the first rounding)."""
+    x = torch.tensor([0.5, -1.0, 2.0, -3.0]).to(dtype)
+    for v in (2**60 + 2**36 + 1, -(2**60 + 2**36 + 1), 2**62 + 2**38 + 3, 2**53 + 1):
+        if dtype == torch.float16 and name != "add":
+            continue  # beyond float16's range: eager raises for the fills (test_int_scalar_errors.py)
+        fn = lambda t, v=v: INT_BEYOND_2_53[name](t, v)  # noqa: E731
+        _assert_bits(_run(fn, x), fn(x), f"{name} {dtype} {v}")
