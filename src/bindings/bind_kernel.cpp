@@ -35,7 +35,7 @@ Bindings given_bindings(const Kernel& k, nb::handle given) {
     b[s] = to_int64(given[key], "kernel " + k.name() + ": `given` value of size symbol " + s);
   }
   if (!mapping) return b;
-  for (const std::string& s : k.graph().symbols()) {
+  for (const std::string& s : k.symbols()) {
     nb::str key(s.c_str());
     if (!b.count(s) && PyMapping_HasKey(given.ptr(), key.ptr()))
       b[s] = to_int64(given[key], "kernel " + k.name() + ": `given` value of size symbol " + s);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <sstream>
 
 #include "autofuse/codegen/cpu/emit.h"
@@ -78,6 +79,8 @@ void stamp_launch_stage(int64_t LaunchStages::*field) {
 Kernel::Kernel(const Graph& g, LoopNest nest, std::shared_ptr<const OuterPlan> outer)
     : graph_(g), outer_(std::move(outer)), nest_(std::move(nest)) {
   name_ = g.name();
+  const std::set<std::string> syms = g.symbols();
+  symbols_.assign(syms.begin(), syms.end());
   lanes_ = jit_lanes();
   precision_ = precision_policy_from_env();
   tiling_ = TilingFunction(body(), nest_, lanes_);
@@ -193,7 +196,7 @@ Bindings Kernel::given_seed() const {
   // Any other symbol of the kernel the caller gives is taken as given too: solving an input size for it is right
   // only for a size symbol (>= 0), while a scalar argument's symbol may be negative (x[n:] reads an input of size
   // -n; the build-time trial, at positive values, found -n determines n).
-  for (const std::string& s : graph_.symbols())
+  for (const std::string& s : symbols_)
     if (auto it = t_given->find(s); it != t_given->end()) seed.emplace(s, it->second);
   return seed;
 }

@@ -85,6 +85,9 @@ class Kernel {
   /// Empty for most kernels. (A concat kernel has none: its segments take such symbols from its own bindings, and it
   /// is refused at compile when its inputs cannot bind them.)
   const std::vector<std::string>& given_symbols() const { return given_symbols_; }
+  /// Every size symbol of the kernel's graph (Graph::symbols), in name order, computed once at construction: a
+  /// caller's `given` value of any of them is taken as given (run, given_seed), read on every launch.
+  const std::vector<std::string>& symbols() const { return symbols_; }
 
   /// The source of the first compiled variant (of every segment, one after the other, for a concat kernel).
   const std::string& source() const { return source_; }
@@ -184,6 +187,7 @@ class Kernel {
   LoopNest nest_;
   std::string name_;
   std::vector<std::string> given_symbols_;  ///< see given_symbols()
+  std::vector<std::string> symbols_;        ///< see symbols()
   int lanes_ = 16;
   /// f16/bf16 rounding policy, read from AUTOFUSE_EMULATE_PRECISION_CASTS when the kernel is compiled; every later
   /// variant uses the same one.

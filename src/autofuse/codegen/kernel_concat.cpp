@@ -73,6 +73,8 @@ HostTensor narrow(const HostTensor& t, int dim, int64_t offset, int64_t width) {
 
 Kernel::Kernel(const Graph& g, std::shared_ptr<const ConcatParts> parts) : graph_(g), concat_(std::move(parts)) {
   name_ = g.name();
+  const std::set<std::string> syms = g.symbols();
+  symbols_.assign(syms.begin(), syms.end());
   lanes_ = jit_lanes();
   precision_ = precision_policy_from_env();
 }
