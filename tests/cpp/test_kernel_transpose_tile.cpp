@@ -49,9 +49,8 @@ std::string body(DType t, const std::string& x, const std::string& y) {
   return "  %p = mul(" + x + ", " + x + ")\n  %z = sub(%p, " + y + ")\n  return %z\n";
 }
 
-const std::vector<DType> kDtypes = {DType::Float32, DType::BFloat16, DType::Float16, DType::Float64,
-                                    DType::Int32,   DType::Int64,    DType::Int8,    DType::UInt8,
-                                    DType::Bool};
+const std::vector<DType> kDtypes = {DType::Float32, DType::BFloat16, DType::Float16, DType::Float64, DType::Int32,
+                                    DType::Int64,   DType::Int8,     DType::UInt8,   DType::Bool};
 
 TEST(KernelTransposeTile, TwoDimensionalEveryDtype) {
   TilingRestore restore;
@@ -64,8 +63,19 @@ TEST(KernelTransposeTile, TwoDimensionalEveryDtype) {
     if (k->lanes() >= 4) {
       EXPECT_NE(k->source().find("af_transpose"), std::string::npos) << T;
     }
-    for (std::vector<int64_t> sz : {std::vector<int64_t>{16, 16}, {1, 1}, {3, 7}, {8, 16}, {15, 17}, {31, 33},
-                                    {32, 32}, {33, 1}, {64, 100}, {100, 64}, {257, 19}, {0, 5}, {5, 0}}) {
+    for (std::vector<int64_t> sz : {std::vector<int64_t>{16, 16},
+                                    {1, 1},
+                                    {3, 7},
+                                    {8, 16},
+                                    {15, 17},
+                                    {31, 33},
+                                    {32, 32},
+                                    {33, 1},
+                                    {64, 100},
+                                    {100, 64},
+                                    {257, 19},
+                                    {0, 5},
+                                    {5, 0}}) {
       for (int threads : {1, 2}) {
         set_num_threads(threads);
         std::vector<std::shared_ptr<HostTensor>> keep;
@@ -94,8 +104,8 @@ TEST(KernelTransposeTile, BatchAxisAndTwoTransposedInputs) {
   std::mt19937_64 rng(kernel_testing::test_seed() + 1);
   for (DType t : {DType::Float32, DType::BFloat16, DType::Int32}) {
     const std::string T(dtype_name(t));
-    Graph g = parse_graph("graph bt(%x: " + T + "[s0, s1, s2], %y: " + T + "[s0, s1, s2], %w: " + T + "[s0, s1, s2], %b: " +
-                          T + R"([s2]) {
+    Graph g = parse_graph("graph bt(%x: " + T + "[s0, s1, s2], %y: " + T + "[s0, s1, s2], %w: " + T +
+                          "[s0, s1, s2], %b: " + T + R"([s2]) {
   %p = mul(%x, %y)
   %q = add(%p, %w)
   %z = sub(%q, %b)

@@ -18,7 +18,8 @@ namespace autofuse {
 
 bool tile_transposed_operand(const LoopNest& nest, const EmitOptions& o, size_t k) {
   if (o.tile_axis < 0 || k >= o.unit_inner.size() || static_cast<int>(k) >= nest.num_inputs) return false;
-  return !o.unit_inner[k] && nest.values[static_cast<size_t>(nest.operands[k])].varies[static_cast<size_t>(nest.vec_axis())];
+  return !o.unit_inner[k] &&
+         nest.values[static_cast<size_t>(nest.operands[k])].varies[static_cast<size_t>(nest.vec_axis())];
 }
 
 int tile_height(const Graph& g, const LoopNest& nest, const EmitOptions& o) {
