@@ -89,8 +89,16 @@ class Emitter {
       else
         line(std::string(is_in ? "const " : "") + storage_ctype(nd.dtype) + "* __restrict p" + s(k) + " = (" +
              (is_in ? "const " : "") + storage_ctype(nd.dtype) + "*)data[" + s(k) + "];");
-      for (int a = 0; a < r_; ++a)
-        if (op_varies(k, a)) line("const int64_t s" + s(k) + "_" + s(a) + " = st[" + s(k * r_ + a) + "];");
+      for (int a = 0; a < r_; ++a) {
+        if (!op_varies(k, a)) continue;
+        // A unit-stride operand of this variant (EmitOptions::unit_inner: stride 1 along the vector axis, or that
+        // axis has size <= 1 and only index 0) gets the constant 1, so offsets along the vector axis need no
+        // multiply and the row setup no per-row stride products (short rows: a 64-wide rotary segment 25-30 % faster).
+        if (a == v_ && unit_stride(k))
+          line("const int64_t s" + s(k) + "_" + s(a) + " = 1;  // unit stride (this variant's stride class)");
+        else
+          line("const int64_t s" + s(k) + "_" + s(a) + " = st[" + s(k * r_ + a) + "];");
+      }
     }
     std::string rn = "1";
     for (int a : nest_.reduce_axes()) rn += " * n" + s(a);
@@ -121,6 +129,9 @@ class Emitter {
     return k >= first ? &o_.outer->reductions[k - first] : nullptr;
   }
   bool op_varies(size_t k, int a) const { return val(nest_.operands[k]).varies[static_cast<size_t>(a)]; }
+  /// Whether operand k is read or written with unit stride along the vector axis in this variant (not the partials of
+  /// an outer reduction, whose layout the launcher chooses).
+  bool unit_stride(size_t k) const { return k < o_.unit_inner.size() && o_.unit_inner[k] && !outer_of(k); }
   void line(const std::string& l) { out_ << std::string(static_cast<size_t>(ind_) * 2, ' ') << l << "\n"; }
   void open(const std::string& l) {
     line(l + " {");
