@@ -49,7 +49,15 @@ struct Schedule {
   }
 };
 
-/// The default schedule: rows of about 16K element-operations, tasks of about 64K. Sizes are the merged domain.
+/// Adjacent vectors that a reduction whose vector axis is kept (sum(x, 0)) reduces in one pass over the reduced axes
+/// (codegen/cpu/emit_rows.cpp), for vectors of `lanes` f32 lanes: 16 with AVX-512 (32 vector registers: 16
+/// accumulators; 1 KiB of f32 or 512 bytes of bf16 per row of the walk), else 8 (AVX2 has 16 registers). The rows of
+/// such kernels hold at least this many vectors when the axis has them (choose_schedule).
+constexpr int column_reduce_vectors(int lanes) { return lanes >= 16 ? 16 : 8; }
+
+/// The default schedule: rows of about 16K element-operations, tasks of about 64K; when the vector axis is kept and
+/// some axis is reduced, vblock is a multiple of column_reduce_vectors(lanes) vectors (or the whole axis). Sizes are
+/// the merged domain.
 Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, int lanes);
 
 /// The schedule of a variant with an operand read lane by lane along the kept vector axis (strided_vector_operand in
