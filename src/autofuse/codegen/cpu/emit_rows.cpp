@@ -169,10 +169,10 @@ int Emitter::column_reduce_copies() const {
     const Node& nd = g_.node(static_cast<ValueId>(i));
     if (nd.info().category == OpCategory::Reduce) accumulators += nd.op == OpKind::Var ? 2 : 1;
   }
-  // At most column_reduce_vectors(lanes) accumulators in all (the registers; and a kernel of three reductions with
-  // 16 copies compiled in 0.55 s against 0.11 s with one vector per step), at least 4 copies (a whole line of f32
-  // per row, two lines of bf16). The schedule's vblock, a multiple of column_reduce_vectors(lanes) vectors, holds
-  // whole groups of any of these counts.
+  // At most column_reduce_vectors(lanes) accumulators in all (the registers; and compile time: a kernel of three
+  // reductions with 16 copies compiled in 0.55 s against 0.11 s with one vector per step), at least 4 copies (a
+  // whole line of f32 per row, two lines of bf16). The schedule's vblock, a multiple of column_reduce_vectors(lanes)
+  // vectors, holds whole groups of any of these counts.
   const int most = column_reduce_vectors(o_.lanes);
   int copies = most;
   while (copies > 4 && copies * accumulators > most) copies /= 2;
