@@ -73,4 +73,17 @@ Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes
 Schedule column_block_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, const Schedule& s, int lanes,
                                int64_t max_vblock = 256);
 
+/// The tile axis of the transposed-tile loop (EmitOptions::tile_axis, codegen/cpu/emit_tiles.cpp) for a call, or -1.
+/// An elementwise nest (no reduction axes) whose operands read lane by lane (`unit[k]` false for an operand varying
+/// along the vector axis) are all inputs (k < nest.num_inputs) with stride 1 along one kept axis t (of size > 1) of
+/// the merged domain `d`: that t, the innermost such axis. -1 when there is no such operand, some output is strided,
+/// or lanes < 4. Every size of the stride class takes the same answer (a short axis runs partly empty tiles), so
+/// one compiled variant serves them all.
+int transpose_tile_axis(const LoopNest& nest, const LaunchDomain& d, const std::vector<bool>& unit, int lanes);
+
+/// The schedule of the transposed-tile variant for tile axis t: `s` (the decision for the row loop) with a row
+/// covering `height` indices along t (codegen/cpu/emit.h tile_height), so rows = s.rows / n_t * ceil(n_t / height)
+/// and the grain (rows per task) divided by `height` (at least 1). Sizes are the merged domain.
+Schedule tile_schedule(const std::vector<int64_t>& sizes, const Schedule& s, int height, int t);
+
 }  // namespace autofuse

@@ -180,6 +180,7 @@ int Emitter::column_reduce_copies() const {
 }
 
 void Emitter::emit_rows_vec_kept() {
+  if (o_.tile_axis >= 0) return emit_rows_tiled();
   std::vector<int> ko;
   for (int a : nest_.kept_axes())
     if (a != v_) ko.push_back(a);

@@ -188,6 +188,8 @@ class Emitter {
   void emit_vector_step(const std::string& iv, const std::vector<std::string>& row_offsets, bool tail);
   /// Vectors per interleaved step of a reduction whose vector axis is kept (interleaved_reduction_body).
   int column_reduce_copies() const;
+  /// emit_rows_vec_kept with EmitOptions::tile_axis: rows are tiles of AF_W indices along that axis (emit_tiles.cpp).
+  void emit_rows_tiled();
 
   // Case (b): the vectorized axis is reduced (softmax, layer norm, sum(-1)). A row is one kept index; lanes run
   // along the row, combined horizontally at the end of each pass.
@@ -550,6 +552,8 @@ class Emitter {
       const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
       if (!val(id).varies[static_cast<size_t>(v_)])
         e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
+      else if (tile_transposed_operand(nest_, o_, static_cast<size_t>(k)))
+        e = "af_t" + s(static_cast<int64_t>(k)) + "[j]";  // the transposed tile's vector of this row (emit_tiles.cpp)
       else if (o_.unit_inner[static_cast<size_t>(k)])
         e = "af_ldu<" + ct + ", " + st + ">(" + ptr + ", n)";
       else
