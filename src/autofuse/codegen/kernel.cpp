@@ -119,10 +119,33 @@ std::vector<bool> Kernel::default_unit_inner() const {
   return unit;
 }
 
+int Kernel::default_tile_axis(const std::vector<bool>& unit) const {
+  if (outer_ || lanes_ < 4 || !nest_.reduce_axes().empty()) return -1;
+  const int v = nest_.vec_axis();
+  int tile = -1;
+  for (int i = 0; i < nest_.num_inputs; ++i) {
+    if (unit[static_cast<size_t>(i)]) continue;
+    const ValuePlacement& vp = nest_.values[static_cast<size_t>(nest_.operands[static_cast<size_t>(i)])];
+    const Node& nd = body().node(nest_.operands[static_cast<size_t>(i)]);
+    if (!vp.varies[static_cast<size_t>(v)] || !has_attr(nd.attrs, "strides")) continue;
+    const auto& st = attr_shape(nd.attrs, "strides");
+    int axis = -1;  // the innermost axis (not the vector axis) along which the declared stride is 1
+    for (size_t j = st.size(); j-- > 0 && axis < 0;) {
+      const int a = j < vp.axis_of_dim.size() ? vp.axis_of_dim[j] : -1;
+      if (a >= 0 && a != v && vp.varies[static_cast<size_t>(a)] && st[j].as_const() == std::optional<int64_t>(1))
+        axis = a;
+    }
+    if (axis < 0 || (tile >= 0 && axis != tile)) return -1;
+    tile = axis;
+  }
+  return tile;
+}
+
 std::shared_ptr<Kernel> Kernel::compile(const Graph& g) {
   std::shared_ptr<Kernel> k = build(g);
   if (k->concat_) return compile_concat_parts(std::move(k));
-  k->source_ = k->variant(k->default_unit_inner())->source;
+  const std::vector<bool> unit = k->default_unit_inner();
+  k->source_ = k->variant(unit, false, k->default_tile_axis(unit))->source;
   return k;
 }
 
@@ -136,8 +159,10 @@ size_t Kernel::num_variants() const {
   return variants_.size();
 }
 
-Kernel::VariantSource Kernel::variant_source(const std::vector<bool>& unit_inner, bool rows_vector) const {
+Kernel::VariantSource Kernel::variant_source(const std::vector<bool>& unit_inner, bool rows_vector,
+                                             int tile_axis) const {
   EmitOptions o;
+  o.tile_axis = tile_axis;
   o.lanes = lanes_;
   o.unit_inner = unit_inner;
   o.precision = precision_;
@@ -157,9 +182,9 @@ Kernel::VariantSource Kernel::variant_source(const std::vector<bool>& unit_inner
 }
 
 std::shared_ptr<const Kernel::Variant> Kernel::add_variant(const std::vector<bool>& unit_inner, bool rows_vector,
-                                                           VariantSource vs, JitKernel jit) const {
+                                                           VariantSource vs, JitKernel jit, int tile_axis) const {
   std::lock_guard<std::mutex> l(mu_);
-  const auto key = std::make_pair(rows_vector, unit_inner);
+  const auto key = std::make_tuple(rows_vector, unit_inner, tile_axis);
   auto it = variants_.find(key);
   if (it != variants_.end()) return it->second;  // another thread finished the same variant first
   auto v = std::make_shared<Variant>();
@@ -170,15 +195,16 @@ std::shared_ptr<const Kernel::Variant> Kernel::add_variant(const std::vector<boo
   return v;
 }
 
-std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner, bool rows_vector) const {
+std::shared_ptr<const Kernel::Variant> Kernel::variant(const std::vector<bool>& unit_inner, bool rows_vector,
+                                                       int tile_axis) const {
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto it = variants_.find(std::make_pair(rows_vector, unit_inner));
+    auto it = variants_.find(std::make_tuple(rows_vector, unit_inner, tile_axis));
     if (it != variants_.end()) return it->second;
   }
-  VariantSource vs = variant_source(unit_inner, rows_vector);
+  VariantSource vs = variant_source(unit_inner, rows_vector, tile_axis);
   JitKernel jit = jit_compile(vs.compiled, vs.func, name_);
-  return add_variant(unit_inner, rows_vector, std::move(vs), std::move(jit));
+  return add_variant(unit_inner, rows_vector, std::move(vs), std::move(jit), tile_axis);
 }
 
 Bindings Kernel::given_seed() const {
@@ -367,15 +393,22 @@ bool Kernel::prepare(const std::vector<HostTensor>& inputs, const std::vector<Ho
   for (size_t k = 0; k < nops; ++k)
     if (d.varies[k][static_cast<size_t>(v)])
       unit[k] = d.strides[k][static_cast<size_t>(v)] == 1 || d.sizes[static_cast<size_t>(v)] <= 1;
-  auto var = variant(unit, rows_vector);
+  // Operands read through a transpose of an elementwise kernel: the transposed-tile loop (emit_tiles.cpp).
+  const int tile_axis = outer_ || rows_vector ? -1 : transpose_tile_axis(nest_, d, unit, lanes_);
+  auto var = variant(unit, rows_vector, tile_axis);
   stamp(&LaunchStages::variant);
   TilingCandidate c = dec.pick();
   EmitOptions eo;
   eo.unit_inner = unit;
   // Lane-by-lane operands along the kept vector axis: the column-block schedule. Vector-rows keeps the schedule its
   // estimate was made for (its variant numbers rows either way; any vblock is valid for both numberings).
-  if (c.kind != TilingKind::Split && !rows_vector && strided_vector_operand(nest_, eo))
+  if (tile_axis >= 0) {
+    eo.lanes = lanes_;
+    eo.tile_axis = tile_axis;
+    c.schedule = tile_schedule(d.sizes, c.schedule, tile_height(body(), nest_, eo), tile_axis);
+  } else if (c.kind != TilingKind::Split && !rows_vector && strided_vector_operand(nest_, eo)) {
     c.schedule = column_block_schedule(nest_, d.sizes, c.schedule, lanes_);
+  }
   p->candidate = c;
   p->rows_vector = rows_vector;
   p->variant = std::move(var);

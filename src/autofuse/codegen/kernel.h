@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "autofuse/codegen/cpu/jit.h"
@@ -123,14 +124,20 @@ class Kernel {
   static std::shared_ptr<Kernel> build(const Graph& g);
   /// The stride class compile() starts with: unit-stride innermost unless an input declares other strides.
   std::vector<bool> default_unit_inner() const;
-  /// Emit a variant's sources (see VariantSource). Throws IRError when rows_vector has no nest.
-  VariantSource variant_source(const std::vector<bool>& unit_inner, bool rows_vector) const;
+  /// The tile axis compile() starts with for that stride class: where every input read lane by lane declares stride 1
+  /// along one axis (the innermost such, not the vector axis) of an elementwise kernel, that axis (the launch's
+  /// transpose_tile_axis then usually agrees), else -1.
+  int default_tile_axis(const std::vector<bool>& unit) const;
+  /// Emit a variant's sources (see VariantSource). Throws IRError when rows_vector has no nest. `tile_axis`: the
+  /// transposed-tile loop's axis (EmitOptions::tile_axis; schedule.h transpose_tile_axis), -1 for none.
+  VariantSource variant_source(const std::vector<bool>& unit_inner, bool rows_vector, int tile_axis = -1) const;
   /// Record a compiled variant (or return the one another thread recorded first).
   std::shared_ptr<const Variant> add_variant(const std::vector<bool>& unit_inner, bool rows_vector, VariantSource vs,
-                                             JitKernel jit) const;
-  /// The compiled variant for a stride class, of the kernel's nest or (rows_vector) of the tiling function's
-  /// vector-rows nest; compiled on first use.
-  std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false) const;
+                                             JitKernel jit, int tile_axis = -1) const;
+  /// The compiled variant for a stride class (and tile axis), of the kernel's nest or (rows_vector) of the tiling
+  /// function's vector-rows nest; compiled on first use.
+  std::shared_ptr<const Variant> variant(const std::vector<bool>& unit_inner, bool rows_vector = false,
+                                         int tile_axis = -1) const;
   Bindings bind(const std::vector<HostTensor>& inputs) const;
   /// The caller's values (Kernel::run's `given`, this thread's) of the kernel's symbols: every given symbol, which
   /// must be there (IRError naming it otherwise), and any other symbol of the graph present in them. bind() and
@@ -195,7 +202,8 @@ class Kernel {
   std::string source_;
   TilingFunction tiling_;
   mutable std::mutex mu_;
-  mutable std::map<std::pair<bool, std::vector<bool>>, std::shared_ptr<const Variant>> variants_;
+  /// Compiled variants by (rows_vector, unit_inner, tile_axis).
+  mutable std::map<std::tuple<bool, std::vector<bool>, int>, std::shared_ptr<const Variant>> variants_;
   mutable std::mutex launch_mu_;  ///< guards cached_
   /// The launches of the last calls with distinct operand layouts, most recent first (a kernel object can serve
   /// several call sites: a few entries keep them from evicting each other).

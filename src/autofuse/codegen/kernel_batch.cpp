@@ -27,12 +27,14 @@ std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph
   std::vector<Compiled> out(graphs.size());
   std::vector<VariantSource> sources(graphs.size());
   std::vector<std::vector<bool>> units(graphs.size());
+  std::vector<int> tiles(graphs.size(), -1);
   std::vector<ModuleRequest> requests;
   std::vector<size_t> request_of(graphs.size(), SIZE_MAX);
   // Speculative variants (copies_only): kernel index, stride class, sources, request index.
   struct Extra {
     size_t kernel;
     std::vector<bool> unit;
+    int tile;
     VariantSource vs;
     size_t request;
   };
@@ -42,7 +44,8 @@ std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph
     try {
       out[i].kernel = build(graphs[i]);
       units[i] = out[i].kernel->default_unit_inner();
-      sources[i] = out[i].kernel->variant_source(units[i], false);
+      tiles[i] = out[i].kernel->default_tile_axis(units[i]);
+      sources[i] = out[i].kernel->variant_source(units[i], false, tiles[i]);
     } catch (...) {
       out[i].kernel = nullptr;
       out[i].error = std::current_exception();
@@ -59,11 +62,14 @@ std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph
     if (!k.outer_ && k.nest_.rank >= 2 && copies_only(graphs[i])) {
       std::vector<bool> strided = units[i];
       for (int in = 0; in < k.nest_.num_inputs; ++in) strided[static_cast<size_t>(in)] = false;
+      // A transpose of the last two axes (the common copy), read through the tile loop (schedule.h
+      // transpose_tile_axis finds that axis at launch when the input has stride 1 along it).
+      const int tile = k.lanes_ >= 4 && k.nest_.reduce_axes().empty() ? k.nest_.rank - 2 : -1;
       if (strided != units[i]) {
         try {
-          VariantSource vs = k.variant_source(strided, false);
+          VariantSource vs = k.variant_source(strided, false, tile);
           requests.push_back(ModuleRequest{vs.compiled, graphs[i].name() + "_strided", prefix});
-          extras.push_back(Extra{i, strided, std::move(vs), requests.size() - 1});
+          extras.push_back(Extra{i, strided, tile, std::move(vs), requests.size() - 1});
         } catch (const std::exception&) {
           // only a head start: the variant is compiled on first use as usual
         }
@@ -81,7 +87,7 @@ std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph
       jit.module = std::shared_ptr<void>(m.result.module, m.result.module.get());
       jit.cache_hit = m.result.cache_hit;
       Kernel& k = *out[i].kernel;
-      k.source_ = k.add_variant(units[i], false, std::move(sources[i]), std::move(jit))->source;
+      k.source_ = k.add_variant(units[i], false, std::move(sources[i]), std::move(jit), tiles[i])->source;
     } catch (...) {
       out[i].kernel = nullptr;
       out[i].error = std::current_exception();
@@ -94,7 +100,7 @@ std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph
     jit.module = std::shared_ptr<void>(m.result.module, m.result.module.get());
     jit.entry = m.result.module->find_symbol(e.vs.func);
     jit.cache_hit = m.result.cache_hit;
-    if (jit.entry != nullptr) out[e.kernel].kernel->add_variant(e.unit, false, std::move(e.vs), std::move(jit));
+    if (jit.entry != nullptr) out[e.kernel].kernel->add_variant(e.unit, false, std::move(e.vs), std::move(jit), e.tile);
   }
   return out;
 }

@@ -296,7 +296,10 @@ std::vector<Kernel::Compiled> Kernel::compile_many(const std::vector<Graph>& gra
 }
 
 std::shared_ptr<Kernel> Kernel::compile_concat_parts(std::shared_ptr<Kernel> k) {
-  for (const auto& p : k->concat_->parts) p->source_ = p->variant(p->default_unit_inner())->source;
+  for (const auto& p : k->concat_->parts) {
+    const std::vector<bool> unit = p->default_unit_inner();
+    p->source_ = p->variant(unit, false, p->default_tile_axis(unit))->source;
+  }
   k->source_ = joined_source(k->concat_->parts);
   return k;
 }

@@ -52,6 +52,10 @@ Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes
     const int64_t nv = sizes[static_cast<size_t>(v)];
     const int64_t nv_up = (nv + lanes - 1) / lanes * lanes;
     int64_t vb = (16384 / per_elem + lanes - 1) / lanes * lanes;
+    if (!nest.reduce_axes().empty()) {  // whole groups of the grouped column walk (emit_rows.cpp)
+      const int64_t group = int64_t{column_reduce_vectors(lanes)} * lanes;
+      vb = std::max(group, (vb + group - 1) / group * group);
+    }
     vb = std::max<int64_t>(lanes, std::min(vb, std::max<int64_t>(lanes, nv_up)));
     s.vblock = vb;
     s.rows = nv == 0 ? 0 : kouter * ((nv + vb - 1) / vb);
@@ -75,6 +79,35 @@ Schedule column_block_schedule(const LoopNest& nest, const std::vector<int64_t>&
   c.vblock = cap;
   c.rows = kouter * ((nv + cap - 1) / cap);
   c.grain = std::max<int64_t>(1, s.grain * (s.vblock / cap));
+  return c;
+}
+
+int transpose_tile_axis(const LoopNest& nest, const LaunchDomain& d, const std::vector<bool>& unit, int lanes) {
+  if (lanes < 4 || nest.inner_reduction || !nest.reduce_axes().empty()) return -1;
+  const auto v = static_cast<size_t>(nest.vec_axis());
+  std::vector<size_t> strided;
+  for (size_t k = 0; k < unit.size() && k < d.strides.size(); ++k) {
+    if (unit[k] || !d.varies[k][v]) continue;
+    if (static_cast<int>(k) >= nest.num_inputs) return -1;
+    strided.push_back(k);
+  }
+  if (strided.empty()) return -1;
+  for (int t = nest.rank - 1; t-- > 0;) {
+    const auto ut = static_cast<size_t>(t);
+    if (nest.is_reduce[ut] || d.sizes[ut] < 2) continue;
+    bool ok = true;
+    for (size_t k : strided) ok = ok && d.varies[k][ut] && d.strides[k][ut] == 1;
+    if (ok) return t;
+  }
+  return -1;
+}
+
+Schedule tile_schedule(const std::vector<int64_t>& sizes, const Schedule& s, int height, int t) {
+  Schedule c = s;
+  const int64_t nt = sizes[static_cast<size_t>(t)], l = std::max(1, height);
+  if (nt <= 0 || s.rows <= 0) return c;
+  c.rows = s.rows / nt * ((nt + l - 1) / l);
+  c.grain = std::max<int64_t>(1, s.grain / l);
   return c;
 }
 

@@ -49,7 +49,19 @@ struct Schedule {
   }
 };
 
-/// The default schedule: rows of about 16K element-operations, tasks of about 64K. Sizes are the merged domain.
+/// Adjacent vectors that a reduction whose vector axis is kept (sum(x, 0)) reduces in one pass over the reduced axes
+/// (codegen/cpu/emit_rows.cpp): 8 accumulators (512 bytes of f32 or 256 of bf16 per row of the walk with AVX-512).
+/// 16 measured up to 1.3x faster on in-cache f32 [4096, 1024] but made rows of 256 columns: 5 rows for 1029
+/// columns on 2 threads, where the cost model then picked the split reduction (other bits). The rows of such
+/// kernels hold a multiple of this many vectors when the axis has them (choose_schedule).
+constexpr int column_reduce_vectors(int lanes) {
+  (void)lanes;
+  return 8;
+}
+
+/// The default schedule: rows of about 16K element-operations, tasks of about 64K; when the vector axis is kept and
+/// some axis is reduced, vblock is a multiple of column_reduce_vectors(lanes) vectors (or the whole axis). Sizes are
+/// the merged domain.
 Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, int lanes);
 
 /// The schedule of a variant with an operand read lane by lane along the kept vector axis (strided_vector_operand in
@@ -60,5 +72,18 @@ Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes
 /// vblock (same total work per task). Sizes are the merged domain.
 Schedule column_block_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, const Schedule& s, int lanes,
                                int64_t max_vblock = 256);
+
+/// The tile axis of the transposed-tile loop (EmitOptions::tile_axis, codegen/cpu/emit_tiles.cpp) for a call, or -1.
+/// An elementwise nest (no reduction axes) whose operands read lane by lane (`unit[k]` false for an operand varying
+/// along the vector axis) are all inputs (k < nest.num_inputs) with stride 1 along one kept axis t (of size > 1) of
+/// the merged domain `d`: that t, the innermost such axis. -1 when there is no such operand, some output is strided,
+/// or lanes < 4. Every size of the stride class takes the same answer (a short axis runs partly empty tiles), so
+/// one compiled variant serves them all.
+int transpose_tile_axis(const LoopNest& nest, const LaunchDomain& d, const std::vector<bool>& unit, int lanes);
+
+/// The schedule of the transposed-tile variant for tile axis t: `s` (the decision for the row loop) with a row
+/// covering `height` indices along t (codegen/cpu/emit.h tile_height), so rows = s.rows / n_t * ceil(n_t / height)
+/// and the grain (rows per task) divided by `height` (at least 1). Sizes are the merged domain.
+Schedule tile_schedule(const std::vector<int64_t>& sizes, const Schedule& s, int height, int t);
 
 }  // namespace autofuse

@@ -26,6 +26,11 @@ struct EmitOptions {
   /// Outer (cross-row) reductions (schedule/outer_reduce.h), or null. Their operands are the last ones of the nest:
   /// pointers to the calling chunk's partials (f64 or int64), accumulated where the reduced value is computed.
   const OuterPlan* outer = nullptr;
+  /// The transposed-tile loop (emit_tiles.cpp), or -1: a domain axis t (not the vector axis, kept) along which every
+  /// operand read lane by lane (unit_inner false) has stride 1. Elementwise kernels only (no reduction, no outer
+  /// partials); every lane-by-lane operand must be an input. Rows are then tiles of AF_W indices along t by vblock
+  /// elements of the vector axis; such an operand is loaded as AF_W vectors along t and transposed in registers.
+  int tile_axis = -1;
 };
 
 /// The kernel entry point every generated source exports (extern "C"):
@@ -44,6 +49,16 @@ using KernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t,
 /// whose vector axis is kept (no inner reduction). Such variants number their rows column-block-major (vector block
 /// outermost) and expect a schedule from column_block_schedule (schedule.h).
 bool strided_vector_operand(const LoopNest& nest, const EmitOptions& o);
+
+/// Whether operand k is read through the transposed-tile loop of variant o (EmitOptions::tile_axis): an input read
+/// lane by lane that varies along the vector axis.
+bool tile_transposed_operand(const LoopNest& nest, const EmitOptions& o, size_t k);
+
+/// Bytes of one column of a transposed operand that a tile reads at once (a cache line).
+inline constexpr int kTileLineBytes = 64;
+/// The rows (indices along the tile axis) of one tile of the transposed-tile loop of variant o: AF_W times the
+/// blocks that make the widest-needed column read kTileLineBytes (2 for 16 bf16 lanes, 1 for f32, 4 for bool).
+int tile_height(const Graph& g, const LoopNest& nest, const EmitOptions& o);
 
 /// The full source of one kernel variant (helper text included).
 std::string emit_cpu_kernel(const Graph& g, const LoopNest& nest, const EmitOptions& o);

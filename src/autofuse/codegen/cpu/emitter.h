@@ -31,6 +31,13 @@ std::string odometer_advance_line(const RowDigits& digits);
 /// index iv_c = iv + c * AF_W declared first). Empty when the body has control flow or declares other names.
 std::string interleaved_vector_body(const std::string& body, const std::string& iv, int copies,
                                     const std::string& indent);
+/// The same for the vector step of a reduction whose vector axis is kept (sum(x, 0)): loop headers, braces and
+/// other lines without per-vector names (the loop indices, block bounds) appear once, each per-vector statement
+/// (values, offsets, accumulators, stores) in `copies` renamed copies, so one pass over the reduced axis reduces
+/// `copies` adjacent vectors with independent accumulators. Empty when a per-vector line is not one whole statement
+/// or declares / assigns a name that is not renamed (argmax's mask), or a shared line assigns.
+std::string interleaved_reduction_body(const std::string& body, const std::string& iv, int copies,
+                                       const std::string& indent);
 
 /// Emits the C++ source of one kernel variant (emit_cpu_kernel). Loop structure: rows over the kept axes, one pass
 /// over the reduction axes per reduction stage, vector lanes along the innermost domain axis (across rows when it is
@@ -190,6 +197,10 @@ class Emitter {
   void emit_rows_vec_kept();
   /// One vector step of emit_rows_vec_kept at index `iv` (`tail`: the masked last one): n, the offsets, the passes.
   void emit_vector_step(const std::string& iv, const std::vector<std::string>& row_offsets, bool tail);
+  /// Vectors per interleaved step of a reduction whose vector axis is kept (interleaved_reduction_body).
+  int column_reduce_copies() const;
+  /// emit_rows_vec_kept with EmitOptions::tile_axis: rows are tiles of AF_W indices along that axis (emit_tiles.cpp).
+  void emit_rows_tiled();
 
   // Case (b): the vectorized axis is reduced (softmax, layer norm, sum(-1)). A row is one kept index; lanes run
   // along the row, combined horizontally at the end of each pass.
@@ -267,6 +278,7 @@ class Emitter {
   bool streams_output(size_t k) const { return !(in_pipeline_ && dtype_size(g_.node(nest_.operands[k]).dtype) == 2); }
   bool prefetch_ahead() const;
   void emit_prefetches_ahead(int chain);
+  void emit_column_prefetches(const std::vector<bool>& need);  // AF_CPF_ROWS ahead along the reduced axis
 
   void emit_passes() {
     emit_kept(0);
@@ -427,6 +439,7 @@ class Emitter {
     body_pass_ = p;
     if (!tail && p == prefetch_pass_ && !in_pipeline_) emit_prefetches();
     if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead(chain);
+    if (!tail && !inner_) emit_column_prefetches(need);
     for (size_t i = 0; i < g_.size(); ++i) {
       if (!need[i]) continue;
       const std::string var = "x" + s(i), sp = "st" + s(i) + " + " + rl,
@@ -550,6 +563,8 @@ class Emitter {
       const std::string ptr = "p" + s(static_cast<int64_t>(k)) + " + " + cur_[static_cast<size_t>(k)];
       if (!val(id).varies[static_cast<size_t>(v_)])
         e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
+      else if (tile_transposed_operand(nest_, o_, static_cast<size_t>(k)))
+        e = "af_t" + s(static_cast<int64_t>(k)) + "[j]";  // the transposed tile's vector of this row (emit_tiles.cpp)
       else if (o_.unit_inner[static_cast<size_t>(k)])
         e = "af_ldu<" + ct + ", " + st + ">(" + ptr + ", n)";
       else
