@@ -289,12 +289,48 @@ def _inline_hosts(lg: LoweredGraph, steps: List[Step], e: "_Emitter") -> set:
             if st.kind == "host" and all(host_expr(lg, lg.nodes[v], e) is not None for v in st.nodes)}
 
 
+def _static_arg_strides(lg: LoweredGraph, v: int) -> Optional[Tuple[int, ...]]:
+    """The strides of graph argument ``v`` when its FX fake tensor has static sizes equal to the IR node's and static
+    strides, else None."""
+    n = lg.nodes[v]
+    val = n.fx.meta.get("val") if n.fx is not None and isinstance(n.fx, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or not all(isinstance(d, int) for d in n.shape):
+        return None
+    try:
+        shape, strides = tuple(val.shape), tuple(val.stride())
+    except (RuntimeError, NotImplementedError):  # sparse or otherwise stride-less tensors
+        return None
+    if shape != tuple(n.shape) or not all(type(s) is int for s in shape + strides):
+        return None
+    return strides
+
+
+def _kernel_read_args(lg: LoweredGraph, steps: List[Step], inline_hosts) -> List[int]:
+    """Graph arguments that only native kernel launches read, directly or through inline host views (no extern, e.g. a
+    matmul whose weight transpose program_linear.py folds into ``LIN``, no other host step, no mutation)."""
+    origin: Dict[int, int] = {v: v for v in lg.arg_nodes.values()}
+    bad: set = set()
+    for k, st in enumerate(steps):
+        if k in inline_hosts:
+            for v in st.nodes:
+                src = {origin[u] for u in lg.nodes[v].inputs if u in origin}
+                if len(src) == 1:
+                    origin[v] = src.pop()
+                else:
+                    bad.update(src)
+            continue
+        if not takes_view_specs(st):
+            bad.update(origin[u] for u in _step_reads(lg, st) if u in origin)
+    bad.update(origin[v] for pair in lg.mutations for v in pair if v in origin)
+    return [v for v in lg.arg_nodes.values() if v not in bad]
+
+
 def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict[int, Perm],
                 linear: Optional[Dict[int, Any]] = None, specs: Optional[Dict[int, Any]] = None) -> ViewPlan:
     """The view-folding plan (program_views.py) of the inline host steps: bases are kernel outputs with static sizes
-    (allocated row-major, or dense in the order ``layouts`` gives: program_layout.py) and contiguous static results
-    of the externs in EXTERN_CONTIGUOUS; readers
-    are the other steps' reads (``linear``: matmuls folded into ``LIN``, program_linear.py; ``specs``: the folded
+    (allocated row-major, or dense in the order ``layouts`` gives: program_layout.py), contiguous static results
+    of the externs in EXTERN_CONTIGUOUS, and graph arguments with static sizes and strides that only native kernels
+    read (_kernel_read_args, _static_arg_strides); readers are the other steps' reads (``linear``: matmuls folded into ``LIN``, program_linear.py; ``specs``: the folded
     views native kernels get as view specs), graph outputs, mutations and index checks."""
     known: Dict[int, Tuple[int, ...]] = {}
     readers: set = set()
@@ -315,6 +351,10 @@ def _plan_views(lg: LoweredGraph, steps: List[Step], inline_hosts, layouts: Dict
             if (str(n.fx.target) in EXTERN_CONTIGUOUS and isinstance(val, torch.Tensor)
                     and tuple(val.shape) == tuple(n.shape) and val.is_contiguous()):
                 known[v] = contiguous_strides(n.shape)
+    for v in _kernel_read_args(lg, steps, inline_hosts):  # the strides Dynamo's guards hold them to
+        st = _static_arg_strides(lg, v)
+        if st is not None:
+            known[v] = st
     readers.update(v for kind, v in lg.outputs if kind == "node")
     readers.update(lg.expand_outputs.values())
     readers.update(v for pair in lg.mutations for v in pair)

@@ -11,8 +11,13 @@ folded value is then materialized only when something other than another folded 
 0.6 us, no dispatcher). The result has exactly the sizes, strides and aliasing the chain of views had: every folded
 step is a view (a reshape that would copy is not folded), so it shares the base's storage as before.
 
-Only static sizes are folded; a symbolic size, an unknown base (a graph argument, another extern) or a copying
-reshape leaves the step as it was (program.host_expr).
+Only static sizes are folded; a symbolic size, an unknown base (another extern, a graph argument whose fake tensor has
+symbolic strides) or a copying reshape leaves the step as it was (program.host_expr). A graph argument with static
+sizes and strides that only native kernels read (directly or through views; an extern reading it keeps its views as
+they were, e.g. a weight transpose for program_linear.py) is a base with those strides: Dynamo's guards hold every
+call to them (a call with other strides recompiles), as Inductor's wrapper relies on with its assert_size_stride
+(session 17: the rotary halves ``x[..., h:]`` / ``x[..., :h]`` reach the kernel as specs instead of two ``narrow``
+calls, 2.3-2.5 us per call).
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@
 // - the row odometer: a call's rows start at row_begin (a parallel chunk's first row, in the middle of the index
 //   space) and advance with carries; checked with several thread counts on layouts whose axes do not merge, for an
 //   elementwise kernel (row-major and column-block-major rows) and a softmax row kernel (with its second odometer,
-//   the next row's prefetch offsets).
+//   the next row's prefetch offsets);
+// - unit strides: an operand of unit stride along the vector axis (the variant's stride class) takes the constant 1
+//   for that stride, not st[...] (session 17: no per-row stride products), also when the axis has size 1 and any
+//   stride, while a strided operand keeps its runtime stride.
 // Every result is compared with the reference interpreter.
 #include <gtest/gtest.h>
 
@@ -101,6 +104,33 @@ TEST(KernelRowLoop, RowsStartingMidIndexSpaceWithAnyThreadCount) {
       HostTensor xs = make_tensor(DType::Float32, {5, 7, 130, 20}, l, rng);
       fill_random(xs, rng, /*specials=*/true);
       expect_matches_interpreter(*sm, {xs}, "softmax, " + what);
+    }
+  }
+}
+
+TEST(KernelRowLoop, UnitStrideOperandsTakeTheConstantStride) {
+  auto k = Kernel::compile(parse_graph(R"(graph ew(%x: f32[s0, s1], %b: f32[s1]) {
+    %y = mul(%x, %b)
+    return %y
+  })"));
+  // Operands x (0), b (1), y (2): each varies along the vector axis 1, and the contiguous variant names its stride 1.
+  for (const char* k_ : {"s0_1", "s1_1", "s2_1"}) {
+    EXPECT_NE(k->source().find(std::string("const int64_t ") + k_ + " = 1;  // unit stride"), std::string::npos) << k_;
+    EXPECT_EQ(k->source().find(std::string("const int64_t ") + k_ + " = st["), std::string::npos) << k_;
+  }
+  // The outer stride of x stays a launch argument.
+  EXPECT_NE(k->source().find("const int64_t s0_0 = st["), std::string::npos);
+  // Results: contiguous, strided (a permuted x: its own variant, lane by lane), and a vector axis of size 1 with a
+  // stride other than 1 (gapped), which runs the unit-stride variant.
+  for (int64_t d : {1, 16, 33}) {
+    for (Layout l : {Layout::Contiguous, Layout::Permuted, Layout::Gapped}) {
+      std::mt19937_64 rng(static_cast<uint64_t>(d) * 5 + static_cast<uint64_t>(l));
+      HostTensor x = make_tensor(DType::Float32, {7, d}, l, rng);
+      HostTensor b = make_tensor(DType::Float32, {d}, l, rng);
+      fill_random(x, rng, /*specials=*/true);
+      fill_random(b, rng, false);
+      expect_matches_interpreter(*k, {x, b},
+                                 "d=" + std::to_string(d) + " layout " + std::to_string(static_cast<int>(l)));
     }
   }
 }

@@ -1,12 +1,15 @@
 // tiling/launch.h launch_rows_together: several row-schedule calls (a concat kernel's segments) run as one parallel
 // launch. Each call's rows must be visited exactly once, by that call's own entry point with its own sizes, strides,
-// data and schedule, whatever the thread count and grain, with empty calls anywhere in the list.
+// data and schedule, whatever the thread count and grain, with empty calls anywhere in the list. Several calls run
+// interleaved (session 17): blocks of about kInterleaveElems elements of each call in turn, the same fraction of each
+// call's rows per block, so the segments of one output row run together on one thread.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "autofuse/runtime/thread_pool.h"
@@ -92,6 +95,51 @@ TEST(LaunchRowsTogether, EveryRowOfEveryCallOnce) {
 TEST(LaunchRowsTogether, NoRowsCallsNothing) {
   check_rows({}, {}, 4);
   check_rows({0, 0}, {1, 1}, 4);
+}
+
+/// The calls one thread made, in order: (call's size0, b0, b1).
+std::vector<std::tuple<int64_t, int64_t, int64_t>> g_order;
+
+void order_kernel(const int64_t* sizes, const int64_t*, void* const*, int64_t b0, int64_t b1, int64_t, int64_t,
+                  int64_t) {
+  g_order.emplace_back(sizes[0], b0, b1);
+}
+
+TEST(LaunchRowsTogether, CallsInterleaveInBlocks) {
+  const int before = get_num_threads();
+  set_num_threads(1);
+  // Two segments of 64 rows of 64 elements (vblock 64): blocks of 1024 / 64 = 16 rows, call 0 then call 1.
+  const int64_t s0 = 0, s1 = 1, s2 = 2;
+  auto call = [](const int64_t* size, int64_t rows, int64_t vblock) {
+    RowLaunch c;
+    c.fn = &order_kernel;
+    c.sizes = size;
+    c.schedule.rows = rows;
+    c.schedule.vblock = vblock;
+    c.schedule.grain = 1 << 20;  // one task
+    return c;
+  };
+  g_order.clear();
+  launch_rows_together({call(&s0, 64, 64), call(&s1, 64, 64)});
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> want;
+  for (int64_t b = 0; b < 64; b += 16)
+    for (int64_t j = 0; j < 2; ++j) want.emplace_back(j, b, b + 16);
+  EXPECT_EQ(g_order, want);
+  // Unequal rows (24 and 48; vblock 256: blocks of 4 indices of the 48): the same fraction of each call per block.
+  g_order.clear();
+  launch_rows_together({call(&s0, 24, 16), call(&s2, 0, 16), call(&s1, 48, 256)});
+  want.clear();
+  for (int64_t b = 0; b < 48; b += 4) {
+    want.emplace_back(0, b / 2, (b + 4) / 2);
+    want.emplace_back(1, b, b + 4);
+  }
+  EXPECT_EQ(g_order, want);
+  // One call: its rows in one piece (no blocks).
+  g_order.clear();
+  launch_rows_together({call(&s2, 0, 16), call(&s0, 100, 16)});
+  want = {{0, 0, 100}};
+  EXPECT_EQ(g_order, want);
+  set_num_threads(before);
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ def test_host_steps_run_inline_without_bindings(monkeypatch):
     out, recs = _compile(lambda x: (x.permute(2, 0, 1) * 2).reshape(8, 24)[:, 3:].exp(), x)
     torch.testing.assert_close(out, (x.permute(2, 0, 1) * 2).reshape(8, 24)[:, 3:].exp())
     src = recs[0].program_source
-    assert ".permute([2, 0, 1])" in src or ".reshape(" in src, src
+    # the argument's permute is folded (static strides, session 17): the kernel reads it as a spec of the argument
+    assert "([(v0, S" in src and ".permute([2, 0, 1])" not in src, src
     assert "_bind" not in src, src  # inline host steps need no bindings dict per call
 
 

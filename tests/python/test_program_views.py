@@ -1,7 +1,8 @@
 """Folded host view chains (python/autofuse/program_views.py): the static stride rule must agree with torch's own
 views (random chains, seeded and printed), a folded chain must give the same sizes, strides, storage offset and
 aliasing as the chain of views, and compiled programs must keep eager's values while emitting one ``RT(...)`` line
-per value read instead of one line per view."""
+per value read instead of one line per view. Views of graph arguments (static strides, which Dynamo's guards hold)
+fold too: the rotary halves reach the kernel as specs, with no ``narrow`` per call."""
 
 from __future__ import annotations
 
@@ -251,3 +252,25 @@ def test_kernel_reads_folded_views_as_specs_built_per_call(monkeypatch):
         torch.testing.assert_close(out, want)
     src = [r for r in backend.RECORDS[start:] if r.steps][0].program_source
     assert ", S" in src and "RT(" not in src, src  # the views reach the kernel as specs: no torch view is built
+
+
+def rotate_half_mul(x, s):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1) * s
+
+
+def test_views_of_graph_arguments_reach_kernels_as_specs(monkeypatch):
+    monkeypatch.setenv("AUTOFUSE_STRICT", "1")
+    torch._dynamo.reset()
+    start = len(backend.RECORDS)
+    c = torch.compile(rotate_half_mul, backend="autofuse", dynamic=False)
+    s = torch.randn(16)
+    # contiguous; the same sizes in a transposed storage (other strides: Dynamo recompiles, the new program folds
+    # with them); a view at a storage offset with the first case's strides (the specs are relative to the argument)
+    for x in (torch.randn(4, 3, 16), torch.randn(3, 4, 16).transpose(0, 1), torch.randn(5, 3, 16)[1:]):
+        out = c(x, s)
+        torch.testing.assert_close(out, rotate_half_mul(x, s), rtol=0, atol=0)
+    srcs = [r.program_source for r in backend.RECORDS[start:] if r.steps]
+    assert len(srcs) == 2, srcs
+    for src in srcs:
+        assert ", S" in src and "narrow(" not in src and "RT(" not in src, src

@@ -52,6 +52,10 @@ Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes
     const int64_t nv = sizes[static_cast<size_t>(v)];
     const int64_t nv_up = (nv + lanes - 1) / lanes * lanes;
     int64_t vb = (16384 / per_elem + lanes - 1) / lanes * lanes;
+    if (!nest.reduce_axes().empty()) {  // whole groups of the grouped column walk (emit_rows.cpp)
+      const int64_t group = int64_t{column_reduce_vectors(lanes)} * lanes;
+      vb = std::max(group, (vb + group - 1) / group * group);
+    }
     vb = std::max<int64_t>(lanes, std::min(vb, std::max<int64_t>(lanes, nv_up)));
     s.vblock = vb;
     s.rows = nv == 0 ? 0 : kouter * ((nv + vb - 1) / vb);

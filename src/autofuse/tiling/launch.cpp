@@ -191,25 +191,48 @@ void launch_tiled(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
 }
 
 void launch_rows_together(const std::vector<RowLaunch>& calls) {
-  // Calls with no rows take no indices; call j's rows are [R_j, R_j + rows_j), R_j the rows of the calls before it.
-  // No per-launch storage (this runs on every concat-kernel launch, launch-cache hits included): each chunk walks the
-  // few calls from the first, adding up R_j as it goes.
-  int64_t total = 0, grain = 0;
+  // No per-launch storage (this runs on every launch, launch-cache hits included).
+  size_t live = 0;
+  int64_t total = 0, most = 0, grain = 0, vmax = 1;
+  const RowLaunch* only = nullptr;
   for (const RowLaunch& c : calls) {
     if (c.schedule.rows <= 0) continue;
+    ++live;
+    only = &c;
     total += c.schedule.rows;
+    most = std::max(most, c.schedule.rows);
     grain = grain == 0 ? c.schedule.grain : std::min(grain, c.schedule.grain);
+    vmax = std::max(vmax, c.schedule.vblock);
   }
-  if (total == 0) return;
-  parallel_for(total, std::max<int64_t>(1, grain), [&calls](int64_t b0, int64_t b1) {
-    int64_t start = 0;  // R_j
-    for (size_t j = 0; j < calls.size() && start < b1; ++j) {
-      const RowLaunch& c = calls[j];
-      if (c.schedule.rows <= 0) continue;
-      const int64_t lo = std::max(b0, start) - start, hi = std::min(b1, start + c.schedule.rows) - start;
-      if (lo < hi)
-        c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk, c.schedule.launch_flags());
-      start += c.schedule.rows;
+  if (live == 0) return;
+  if (live == 1) {
+    const RowLaunch& c = *only;
+    parallel_for(c.schedule.rows, std::max<int64_t>(1, c.schedule.grain), [&c](int64_t b0, int64_t b1) {
+      c.fn(c.sizes, c.strides, c.data, b0, b1, c.schedule.vblock, c.schedule.blk, c.schedule.launch_flags());
+    });
+    return;
+  }
+  // Several calls (the segments of a concat kernel): the common index space [0, most); index b starts row
+  // rows_j * b / most of call j, so a range of indices covers the same fraction of every call's rows. A chunk walks
+  // its range in blocks of about kInterleaveElems elements per call, running every call's rows of a block before the
+  // next block: the segments of one output row follow each other while their shared inputs (rotary: both halves of
+  // x read by both segments) are still in L1, instead of one thread streaming all of segment 0 and another all of
+  // segment 1, each reading every input line from the last-level cache.
+  const int64_t step = std::max<int64_t>(1, kInterleaveElems / vmax);
+  // Tasks of at least `grain` rows in all, as before: `grain` rows are grain * most / total common indices.
+  const int64_t cgrain = std::max<int64_t>(1, (grain * most + total - 1) / total);
+  parallel_for(most, cgrain, [&calls, most, step](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; b += step) {
+      const int64_t e = std::min(b1, b + step);
+      for (const RowLaunch& c : calls) {
+        const int64_t rows = c.schedule.rows;
+        if (rows <= 0) continue;
+        // rows * b in 128 bits: both are row counts, whose product may pass 2^63.
+        const int64_t lo = static_cast<int64_t>(static_cast<__int128>(rows) * b / most);
+        const int64_t hi = static_cast<int64_t>(static_cast<__int128>(rows) * e / most);
+        if (lo < hi)
+          c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk, c.schedule.launch_flags());
+      }
     }
   });
 }

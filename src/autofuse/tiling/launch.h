@@ -38,11 +38,19 @@ struct RowLaunch {
 /// The flat strides (operand-major, d.sizes.size() entries per operand) of the first `nops` operands of d.
 std::vector<int64_t> flat_launch_strides(const LaunchDomain& d, size_t nops);
 
-/// Run several row-schedule calls (the segments of a concat kernel) as one parallel_for over the concatenation of
-/// their row ranges: call j's rows [0, rows_j) are indices [R_j, R_j + rows_j) of the combined space, R_j the sum of
-/// the rows before it, and a chunk that spans calls runs each call's part of it with that call's own entry point and
-/// schedule. One thread-pool hand-off for all of them instead of one each. The combined grain is the smallest of the
-/// calls' grains (each call's grain is the rows worth one task of its own rows). Calls with no rows are skipped.
+/// Elements per call that launch_rows_together runs before moving to the next call (its interleaving block: 16 rows
+/// of a 64-wide rotary segment, 2-4 KiB per operand; 8-16 rows measured best of 4-32 on Zen 5, docs/codegen.md
+/// session 17).
+constexpr int64_t kInterleaveElems = 1024;
+
+/// Run several row-schedule calls (the segments of a concat kernel) as one parallel_for. One call runs as
+/// launch_tiled would: parallel_for over its rows with its grain. Several calls share the index space [0, M), M the
+/// most rows of a call: index b starts row floor(rows_j * b / M) of call j, so every row of every call runs exactly
+/// once and an index range covers the same fraction of each call's rows (calls of equal rows: the same rows). A
+/// task walks its range in blocks of max(1, kInterleaveElems / max vblock) indices and runs each call's rows of a
+/// block, in call order, before the next block, so the segments of one output row run close together on one thread
+/// (their shared inputs still in L1) rather than on different threads. Tasks hold at least the smallest grain of
+/// the calls in rows of all calls together. Calls with no rows are skipped. One thread-pool hand-off for all calls.
 void launch_rows_together(const std::vector<RowLaunch>& calls);
 
 }  // namespace autofuse

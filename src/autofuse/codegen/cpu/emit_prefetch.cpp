@@ -146,5 +146,28 @@ void Emitter::emit_prefetches_ahead(int chain) {
     }
 }
 
+// Prefetching ahead in a column walk. A reduction whose vector axis is kept (sum(x, 0)) walks the reduced axis with
+// column_reduce_vectors adjacent vectors per step (emit_rows.cpp): a few cache lines per row, one row apart (2 KiB for
+// bf16 [*, 1024]), so a 4 KiB page holds at most a row or two of the walk and the hardware prefetchers, which stay
+// within a page, cannot run ahead. Each vector's input lines are prefetched AF_CPF_ROWS rows ahead (software
+// prefetches cross pages; past the last row they prefetch unused lines, which is harmless).
+void Emitter::emit_column_prefetches(const std::vector<bool>& need) {
+  const std::vector<int> ra = nest_.reduce_axes();
+  if (ra.empty()) return;
+  const int a = ra.back();  // the innermost loop of the pass (emit_pass_loops)
+  bool any = false;
+  for (size_t k = 0; k < static_cast<size_t>(nest_.num_inputs); ++k) {
+    if (!need[static_cast<size_t>(nest_.operands[k])] || !op_varies(k, a) || !op_varies(k, v_) || !o_.unit_inner[k])
+      continue;
+    if (!any) line("#if AF_CPF_ROWS");
+    any = true;
+    // A vector of 16-bit inputs is half a line: only every second copy of an interleaved step prefetches.
+    const int every = std::max(1, 64 / std::max(1, o_.lanes * dtype_size(g_.node(nest_.operands[k]).dtype)));
+    line("__builtin_prefetch(p" + s(k) + " + " + cur_[k] + " + AF_CPF_ROWS * s" + s(k) + "_" + s(a) + ", 0, 3);" +
+         (every > 1 ? "  // every " + s(every) + " vectors" : ""));
+  }
+  if (any) line("#endif");
+}
+
 }  // namespace cpu_emit
 }  // namespace autofuse
