@@ -56,13 +56,17 @@ std::string odometer_advance_line(const RowDigits& digits) {
   return l + tail;
 }
 
+/// The lines of an emitted body (the interleaving rewrites below work line by line).
+static std::vector<std::string> body_lines(const std::string& body) {
+  std::vector<std::string> lines;
+  std::istringstream in(body);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
 std::string interleaved_vector_body(const std::string& body, const std::string& iv, int copies,
                                     const std::string& indent) {
-  std::vector<std::string> lines;
-  {
-    std::istringstream in(body);
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-  }
+  const std::vector<std::string> lines = body_lines(body);
   // Names the body declares must be the renamed kinds (x<id>, x<id>_<suffix>, oc<k>) or n; no control flow.
   const std::regex decl(R"(^\s*(?:const\s+)?[A-Za-z_][\w<>:, ]*\s+([A-Za-z_]\w*)\s*=)");
   const std::regex renamed(R"(^(x\d+(_\w+)?|oc\d+|n)$)");
@@ -96,11 +100,7 @@ std::string interleaved_vector_body(const std::string& body, const std::string& 
 
 std::string interleaved_reduction_body(const std::string& body, const std::string& iv, int copies,
                                        const std::string& indent) {
-  std::vector<std::string> lines;
-  {
-    std::istringstream in(body);
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-  }
+  const std::vector<std::string> lines = body_lines(body);
   // Per-vector names: values, offsets (oc<k> and the reduction loops' o<k>_<a>), accumulators (a / am, their
   // cascade partials ba / bam, argmax indices ai) and var means (mu).
   const std::regex name(R"(\b((?:x\d+(?:_\w+)?)|oc\d+|o\d+_\d+|b?am?\d+|ai\d+|mu\d+)\b)");
