@@ -54,7 +54,7 @@ TEST(KernelColumnReduce, GroupedWalksAtEveryWidthMatchTheInterpreter) {
       auto k = Kernel::compile(parse_graph(op == "product" ? with_dtype(kProduct, dt) : column_reduce_ir(op, dt)));
       const std::string what = dt + " " + op;
       // The grouped walk (several vectors per step, renamed copies) and its prefetch; not for argmax.
-      const int most = column_reduce_vectors(k->lanes());
+      const int most = kColumnReduceVectors;
       const int copies = op == "product" || op == "var" ? most / 2 : most;  // two accumulators: half as many
       const std::string group = std::to_string(copies) + " * AF_W <= vend";
       EXPECT_EQ(k->source().find(group) != std::string::npos, op != "argmax") << what;

@@ -53,7 +53,7 @@ Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes
     const int64_t nv_up = (nv + lanes - 1) / lanes * lanes;
     int64_t vb = (16384 / per_elem + lanes - 1) / lanes * lanes;
     if (!nest.reduce_axes().empty()) {  // whole groups of the grouped column walk (emit_rows.cpp)
-      const int64_t group = int64_t{column_reduce_vectors(lanes)} * lanes;
+      const int64_t group = int64_t{kColumnReduceVectors} * lanes;
       vb = std::max(group, (vb + group - 1) / group * group);
     }
     vb = std::max<int64_t>(lanes, std::min(vb, std::max<int64_t>(lanes, nv_up)));
@@ -85,18 +85,20 @@ Schedule column_block_schedule(const LoopNest& nest, const std::vector<int64_t>&
 int transpose_tile_axis(const LoopNest& nest, const LaunchDomain& d, const std::vector<bool>& unit, int lanes) {
   if (lanes < 4 || nest.inner_reduction || !nest.reduce_axes().empty()) return -1;
   const auto v = static_cast<size_t>(nest.vec_axis());
-  std::vector<size_t> strided;
-  for (size_t k = 0; k < unit.size() && k < d.strides.size(); ++k) {
-    if (unit[k] || !d.varies[k][v]) continue;
-    if (static_cast<int>(k) >= nest.num_inputs) return -1;
-    strided.push_back(k);
+  const size_t nops = std::min(unit.size(), d.strides.size());
+  auto strided = [&](size_t k) { return !unit[k] && d.varies[k][v]; };
+  bool any = false;
+  for (size_t k = 0; k < nops; ++k) {
+    if (!strided(k)) continue;
+    if (static_cast<int>(k) >= nest.num_inputs) return -1;  // a strided output
+    any = true;
   }
-  if (strided.empty()) return -1;
+  if (!any) return -1;
   for (int t = nest.rank - 1; t-- > 0;) {
     const auto ut = static_cast<size_t>(t);
     if (nest.is_reduce[ut] || d.sizes[ut] < 2) continue;
     bool ok = true;
-    for (size_t k : strided) ok = ok && d.varies[k][ut] && d.strides[k][ut] == 1;
+    for (size_t k = 0; k < nops && ok; ++k) ok = !strided(k) || (d.varies[k][ut] && d.strides[k][ut] == 1);
     if (ok) return t;
   }
   return -1;

@@ -54,13 +54,10 @@ struct Schedule {
 /// 16 measured up to 1.3x faster on in-cache f32 [4096, 1024] but made rows of 256 columns: 5 rows for 1029
 /// columns on 2 threads, where the cost model then picked the split reduction (other bits). The rows of such
 /// kernels hold a multiple of this many vectors when the axis has them (choose_schedule).
-constexpr int column_reduce_vectors(int lanes) {
-  (void)lanes;
-  return 8;
-}
+inline constexpr int kColumnReduceVectors = 8;
 
 /// The default schedule: rows of about 16K element-operations, tasks of about 64K; when the vector axis is kept and
-/// some axis is reduced, vblock is a multiple of column_reduce_vectors(lanes) vectors (or the whole axis). Sizes are
+/// some axis is reduced, vblock is a multiple of kColumnReduceVectors vectors (or the whole axis). Sizes are
 /// the merged domain.
 Schedule choose_schedule(const LoopNest& nest, const std::vector<int64_t>& sizes, int lanes);
 

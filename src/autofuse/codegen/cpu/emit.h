@@ -28,8 +28,8 @@ struct EmitOptions {
   const OuterPlan* outer = nullptr;
   /// The transposed-tile loop (emit_tiles.cpp), or -1: a domain axis t (not the vector axis, kept) along which every
   /// operand read lane by lane (unit_inner false) has stride 1. Elementwise kernels only (no reduction, no outer
-  /// partials); every lane-by-lane operand must be an input. Rows are then tiles of AF_W indices along t by vblock
-  /// elements of the vector axis; such an operand is loaded as AF_W vectors along t and transposed in registers.
+  /// partials); every lane-by-lane operand must be an input. Rows are then tiles of tile_height() indices along t by
+  /// vblock elements of the vector axis; such an operand is loaded as vectors along t and transposed in registers.
   int tile_axis = -1;
 };
 

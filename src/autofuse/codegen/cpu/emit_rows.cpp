@@ -169,11 +169,11 @@ int Emitter::column_reduce_copies() const {
     const Node& nd = g_.node(static_cast<ValueId>(i));
     if (nd.info().category == OpCategory::Reduce) accumulators += nd.op == OpKind::Var ? 2 : 1;
   }
-  // At most column_reduce_vectors(lanes) accumulators in all (the registers; and compile time: a kernel of three
+  // At most kColumnReduceVectors accumulators in all (the registers; and compile time: a kernel of three
   // reductions with 16 copies compiled in 0.55 s against 0.11 s with one vector per step), at least 4 copies (a
-  // whole line of f32 per row, two lines of bf16). The schedule's vblock, a multiple of column_reduce_vectors(lanes)
+  // whole line of f32 per row, two lines of bf16). The schedule's vblock, a multiple of kColumnReduceVectors
   // vectors, holds whole groups of any of these counts.
-  const int most = column_reduce_vectors(o_.lanes);
+  const int most = kColumnReduceVectors;
   int copies = most;
   while (copies > 4 && copies * accumulators > most) copies /= 2;
   return copies;
@@ -208,7 +208,7 @@ void Emitter::emit_rows_vec_kept() {
   line("int64_t " + iv + " = vbeg;");
   const std::vector<std::string> saved = cur_;
   // Interleaved steps, whole vectors: elementwise kernels, and reductions over other axes (one pass over the
-  // reduced axis per column_reduce_vectors adjacent vectors: whole cache lines of 16-bit inputs, independent chains).
+  // reduced axis per kColumnReduceVectors adjacent vectors: whole cache lines of 16-bit inputs, independent chains).
   const bool reduces = !nest_.reduce_axes().empty();
   const int copies = reduces ? column_reduce_copies() : kInterleave;
   if (!o_.outer && copies > 1) {

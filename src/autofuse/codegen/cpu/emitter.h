@@ -199,7 +199,8 @@ class Emitter {
   void emit_vector_step(const std::string& iv, const std::vector<std::string>& row_offsets, bool tail);
   /// Vectors per interleaved step of a reduction whose vector axis is kept (interleaved_reduction_body).
   int column_reduce_copies() const;
-  /// emit_rows_vec_kept with EmitOptions::tile_axis: rows are tiles of AF_W indices along that axis (emit_tiles.cpp).
+  /// emit_rows_vec_kept with EmitOptions::tile_axis: rows are tiles of tile_height() indices along that axis
+  /// (emit_tiles.cpp).
   void emit_rows_tiled();
 
   // Case (b): the vectorized axis is reduced (softmax, layer norm, sum(-1)). A row is one kept index; lanes run
