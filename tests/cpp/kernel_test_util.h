@@ -39,7 +39,7 @@ inline constexpr const char* kSoftmaxRowsIR = R"(graph softmax(%x: DT[s0, s1]) {
 
 /// The float dtype named "f32", "f16" or "bf16" (anything else: bf16), for tests parameterized by dtype name.
 inline DType float_dtype_of(const std::string& dt) {
-  return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : DType::BFloat16;
+  return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : dt == "f64" ? DType::Float64 : DType::BFloat16;
 }
 
 /// Restores the thread count and the forced tiling kind at scope exit (tests that change either).

@@ -34,6 +34,30 @@ struct Analysis {
   std::optional<std::string> error;
 };
 
+/// Per node: for a mean of a float input that a var of the graph also reduces, the first such var (every reduction
+/// of a kernel has the same axes); -1 otherwise, and for a mean on which another reduction depends (taking the var's
+/// stage would add a pass before that reduction).
+std::vector<ValueId> means_of_vars(const Graph& g) {
+  const size_t n = g.size();
+  std::vector<ValueId> out(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& m = g.node(static_cast<ValueId>(i));
+    if (m.op != OpKind::Mean || !is_float(g.node(m.inputs[0]).dtype)) continue;
+    for (size_t j = 0; j < n && out[i] < 0; ++j) {
+      const Node& v = g.node(static_cast<ValueId>(j));
+      if (v.op == OpKind::Var && v.inputs[0] == m.inputs[0]) out[i] = static_cast<ValueId>(j);
+    }
+    std::vector<bool> dep(n, false);
+    dep[i] = true;
+    for (size_t j = i + 1; j < n && out[i] >= 0; ++j) {
+      const Node& d = g.node(static_cast<ValueId>(j));
+      for (ValueId in : d.inputs) dep[j] = dep[j] || dep[static_cast<size_t>(in)];
+      if (dep[j] && d.info().category == OpCategory::Reduce) out[i] = -1;
+    }
+  }
+  return out;
+}
+
 Analysis analyze(const Graph& g) {
   Analysis an;
   auto fail = [&](std::string msg) {
@@ -172,6 +196,7 @@ Analysis analyze(const Graph& g) {
   (void)padded;
 
   // 5. Reductions must run over dims their input really has; stages and kept flags.
+  const std::vector<ValueId> var_of_mean = means_of_vars(g);
   for (size_t i = 0; i < n; ++i) {
     const Node& nd = g.node(static_cast<ValueId>(i));
     ValuePlacement& vp = nest.values[i];
@@ -184,9 +209,10 @@ Analysis analyze(const Graph& g) {
             nest.domain[static_cast<size_t>(a)].as_const() != std::optional<int64_t>(1))
           return fail(where(g, static_cast<ValueId>(i)) + ": reduces over domain axis " + std::to_string(a) +
                       " along which its input is broadcast (size 1)");
-      st += nd.op == OpKind::Var ? 2 : 1;
+      st += (nd.op == OpKind::Var || var_of_mean[i] >= 0) ? 2 : 1;
     }
     vp.stage = st;
+    vp.var_of_mean = var_of_mean[i];
     bool along_r = false;
     for (int a = 0; a < r; ++a)
       along_r = along_r || (nest.is_reduce[static_cast<size_t>(a)] && vp.varies[static_cast<size_t>(a)]);

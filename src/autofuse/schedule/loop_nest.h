@@ -22,6 +22,10 @@ struct ValuePlacement {
   bool kept = false;
   /// Number of reduction levels this value depends on (a var counts two: its mean, then its squares).
   int stage = 0;
+  /// For a float mean over the same input as a var of the kernel (layer_norm's mean and variance, var_mean): that
+  /// var, whose accumulators give this mean (corrected two-pass, docs/precision.md); its stage is the var's. -1 for
+  /// every other value.
+  ValueId var_of_mean = -1;
 };
 
 /// The loop nest of a kernel graph. Built by build_loop_nest(); immutable afterwards.

@@ -131,6 +131,11 @@ std::vector<ValueId> row_flag_sums(const Graph& g, const std::vector<bool>& rcp,
 // ---- per-op pieces (emit_ops.cpp) ----
 /// Whether a reduction op over inputs of dtype `in` sums floats in a cascade (f32 block partials folded into f64).
 bool is_cascade_sum(OpKind k, DType in);
+/// Whether var `var`'s second pass also sums the deviations d = x - mu (the corrected two-pass, emit_reduce.cpp):
+/// not for the values of a float16 / bfloat16 tensor (its own, or widened by a cast), whose float32 block partials
+/// in the mean pass are exact wherever the correction would matter (values within a few binades: 8 or 11 significant
+/// bits plus 4 for the 16 terms of a partial), so the mean is already exact to float32 rounding there.
+bool needs_deviation_sum(const Graph& g, ValueId var);
 /// C++ element type of reduction node n's vector accumulator (int64_t for integer sums/products, uint8_t for
 /// any/all, else the input's compute type), and of its row-level accumulator (double for cascade float sums).
 std::string reduction_acc_ctype(const Graph& g, const Node& n);

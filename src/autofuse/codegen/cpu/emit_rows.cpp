@@ -101,10 +101,10 @@ std::string interleaved_vector_body(const std::string& body, const std::string& 
 std::string interleaved_reduction_body(const std::string& body, const std::string& iv, int copies,
                                        const std::string& indent) {
   const std::vector<std::string> lines = body_lines(body);
-  // Per-vector names: values, offsets (oc<k> and the reduction loops' o<k>_<a>), accumulators (a / am, their
-  // cascade partials ba / bam, argmax indices ai) and var means (mu).
-  const std::regex name(R"(\b((?:x\d+(?:_\w+)?)|oc\d+|o\d+_\d+|b?am?\d+|ai\d+|mu\d+)\b)");
-  const std::regex renamed(R"(^(x\d+(_\w+)?|oc\d+|o\d+_\d+|b?am?\d+|ai\d+|mu\d+)$)");
+  // Per-vector names: values, offsets (oc<k> and the reduction loops' o<k>_<a>), accumulators (a / am / ad, their
+  // cascade partials ba / bam / bad, argmax indices ai) and var means (mu).
+  const std::regex name(R"(\b((?:x\d+(?:_\w+)?)|oc\d+|o\d+_\d+|b?a[md]?\d+|ai\d+|mu\d+)\b)");
+  const std::regex renamed(R"(^(x\d+(_\w+)?|oc\d+|o\d+_\d+|b?a[md]?\d+|ai\d+|mu\d+)$)");
   const std::regex decl(R"(^\s*(?:const\s+)?[A-Za-z_][\w<>:, ]*\s+([A-Za-z_]\w*)\s*=)");
   const std::regex assign(R"(^\s*([A-Za-z_]\w*)\s*[-+*/|&^]?=[^=])");
   const std::regex index("\\b" + iv + "\\b");
@@ -163,11 +163,13 @@ void Emitter::emit_vector_step(const std::string& iv, const std::vector<std::str
 }
 
 int Emitter::column_reduce_copies() const {
-  // Accumulators per vector: one per reduction (var: its mean, then the squared deviations).
+  // Accumulators per vector: one per reduction (var: its mean, then the squared deviations and the deviations; a
+  // mean taken from a var's accumulators none).
   int accumulators = 0;
   for (size_t i = 0; i < g_.size(); ++i) {
     const Node& nd = g_.node(static_cast<ValueId>(i));
-    if (nd.info().category == OpCategory::Reduce) accumulators += nd.op == OpKind::Var ? 2 : 1;
+    if (nd.info().category == OpCategory::Reduce && val(static_cast<ValueId>(i)).var_of_mean < 0)
+      accumulators += nd.op == OpKind::Var ? (needs_deviation_sum(g_, static_cast<ValueId>(i)) ? 3 : 2) : 1;
   }
   // At most kColumnReduceVectors accumulators in all (the registers; and compile time: a kernel of three
   // reductions with 16 copies compiled in 0.55 s against 0.11 s with one vector per step), at least 4 copies (a

@@ -302,8 +302,8 @@ class Emitter {
     for (auto& [id, mean_pass] : accs) {
       const Node& nd = g_.node(id);
       const std::string mt = main_type(nd);
-      const std::string nm = (mean_pass ? "am" : "a") + s(static_cast<int64_t>(id));
-      line("vec<" + mt + "> " + nm + " = " + (mt == acc_type(nd) ? acc_init(nd) : "vec<" + mt + ">{}") + ";");
+      for (const std::string& nm : acc_names(id, mean_pass))
+        line("vec<" + mt + "> " + nm + " = " + (mt == acc_type(nd) ? acc_init(nd) : "vec<" + mt + ">{}") + ";");
       if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin)
         line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
       cascade = cascade || is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
@@ -364,8 +364,7 @@ class Emitter {
       if (!chains || !has_row_chains(nd.op, g_.node(nd.inputs[0]).dtype) ||
           is_cascade(nd.op, g_.node(nd.inputs[0]).dtype))
         continue;
-      const std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
-      line("vec<" + acc_type(nd) + "> " + chain_decls(nm, nm) + ";");
+      for (const std::string& nm : acc_names(id, mp)) line("vec<" + acc_type(nd) + "> " + chain_decls(nm, nm) + ";");
     }
     const bool has_inner = ra.size() > 0 && (inner_ || cascade);
     if (has_inner) {
@@ -376,11 +375,10 @@ class Emitter {
         open("for (int64_t bb = 0; bb < " + na + "; bb += blk * " + step + ")");
         line("const int64_t be = af_imin<int64_t>(" + na + ", bb + blk * " + step + ");");
         for (auto& [id, mp] : accs)
-          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
-            const std::string b = std::string("b") + (mp ? "am" : "a") + s(static_cast<int64_t>(id));
-            line("vec<" + acc_type(g_.node(id)) + "> " + b + " = {}" + (chains ? ", " + chain_decls(b, "{}") : "") +
-                 ";");
-          }
+          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype))
+            for (const std::string& nm : acc_names(id, mp))
+              line("vec<" + acc_type(g_.node(id)) + "> b" + nm + " = {}" +
+                   (chains ? ", " + chain_decls("b" + nm, "{}") : "") + ";");
       } else {
         line("const int64_t bb = 0, be = " + na + ";");
       }
@@ -404,16 +402,16 @@ class Emitter {
       }
       if (cascade) {
         for (auto& [id, mp] : accs)
-          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype)) {
-            std::string nm = (mp ? "am" : "a") + s(static_cast<int64_t>(id));
-            const std::string mt = main_type(g_.node(id));
-            auto wide = [&](const std::string& b) {
-              return mt == acc_type(g_.node(id)) ? b : "__builtin_convertvector(" + b + ", vec<" + mt + ">)";
-            };
-            std::string e = nm + " + " + wide("b" + nm);
-            for (int c = 1; chains && c < kRowChains; ++c) e += " + " + wide(chain_name("b" + nm, c));
-            line(nm + " = " + e + ";");
-          }
+          if (is_cascade(g_.node(id).op, g_.node(g_.node(id).inputs[0]).dtype))
+            for (const std::string& nm : acc_names(id, mp)) {
+              const std::string mt = main_type(g_.node(id));
+              auto wide = [&](const std::string& b) {
+                return mt == acc_type(g_.node(id)) ? b : "__builtin_convertvector(" + b + ", vec<" + mt + ">)";
+              };
+              std::string e = nm + " + " + wide("b" + nm);
+              for (int c = 1; chains && c < kRowChains; ++c) e += " + " + wide(chain_name("b" + nm, c));
+              line(nm + " = " + e + ";");
+            }
         close();
       }
     } else {
@@ -460,42 +458,9 @@ class Emitter {
     body_pass_ = 0;
   }
 
-  /// Accumulate reduction id's input into its accumulator: `chain` (0 .. kRowChains - 1) picks one of the
-  /// independent accumulators of a chained row reduction (has_row_chains) in the unrolled row loop; others use 0.
-  void emit_accumulate(ValueId id, bool mean_pass, bool cascade, bool tail, const std::string& rl, int chain) {
-    const Node& nd = g_.node(id);
-    const DType in_t = g_.node(nd.inputs[0]).dtype;
-    const std::string at = acc_type(nd), ct = compute_ctype(in_t);
-    const std::string x = "x" + s(static_cast<int64_t>(nd.inputs[0]));
-    const std::string sid = s(static_cast<int64_t>(id));
-    const std::string base = (mean_pass ? "am" : "a") + sid;
-    const std::string tgt0 = (cascade && is_cascade(nd.op, in_t)) ? "b" + base : base;
-    const std::string tgt = chain_name(tgt0, has_row_chains(nd.op, in_t) ? chain : 0);
-    std::string xv = x;
-    if ((nd.op == OpKind::Sum || nd.op == OpKind::Prod) && at != ct)
-      xv = "__builtin_convertvector(" + x + ", vec<int64_t>)";
-    if (nd.op == OpKind::Any || nd.op == OpKind::All) xv = "af_nz<" + ct + ">(" + x + ")";
-    const std::string mask = "af_nlanes<" + at + ">(n)";
-    if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin) {
-      const std::string idx =
-          inner_ ? "(af_splat<int64_t>(" + rl + ") + af_iota<int64_t>())" : "af_splat<int64_t>(" + rl + ")";
-      open("");
-      line("mask_t<" + at + "> m = af_argbetter<" + at + ">(" + xv + ", " + tgt + ", " +
-           (nd.op == OpKind::Argmax ? "true" : "false") + ");");
-      if (tail) line("m &= " + mask + ";");
-      line(tgt + " = m ? " + xv + " : " + tgt + ";");
-      line("ai" + sid + " = __builtin_convertvector(m, vec<int64_t>) ? " + idx + " : ai" + sid + ";");
-      close();
-      return;
-    }
-    const std::string nv = nonan_max_[static_cast<size_t>(id)]
-                               ? "af_max_nonan<" + at + ">(" + tgt + ", " + xv + ")"
-                               : reduction_update(nd, at, tgt, xv, "mu" + sid, mean_pass);
-    if (tail)
-      line(tgt + " = af_selm<" + at + ">(" + mask + ", " + nv + ", " + tgt + ");");
-    else
-      line(tgt + " = " + nv + ";");
-  }
+  /// Accumulate reduction id's input into its accumulators (acc_names): `chain` (0 .. kRowChains - 1) picks one of
+  /// the independent accumulators of a chained row reduction (has_row_chains) in the unrolled row loop; others use 0.
+  void emit_accumulate(ValueId id, bool mean_pass, bool cascade, bool tail, const std::string& rl, int chain);
   /// The name of accumulator `acc`'s chain c (c = 0: `acc` itself, else acc_2 .. acc_<kRowChains>).
   static std::string chain_name(const std::string& acc, int c) { return c ? acc + "_" + s(c + 1) : acc; }
   /// Whether the row loop of a pass accumulating `accs` is unrolled into kRowChains chains.
@@ -512,33 +477,17 @@ class Emitter {
     return d;
   }
 
-  /// After pass p: reduce results of stage p (and var means for pass p + 1), as kept values.
-  void finalize(int p, const std::vector<std::pair<ValueId, bool>>& accs) {
-    for (auto& [id, mp] : accs) {
-      const Node& nd = g_.node(id);
-      const std::string at = main_type(nd), sid = s(static_cast<int64_t>(id));
-      const std::string nm = (mp ? "am" : "a") + sid;
-      const std::string h = horizontal_reduction(nd.op, at, nm, "ai" + sid);
-      const bool is_arg = nd.op == OpKind::Argmax || nd.op == OpKind::Argmin;
-      const std::string rt = is_arg ? "int64_t" : at;
-      std::string e = inner_ ? "af_splat<" + rt + ">(" + h + ")" : (is_arg ? "ai" + sid : nm);
-      if (mp) {
-        const std::string ct = acc_type(nd);
-        std::string mu = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
-        if (ct != at) mu = "__builtin_convertvector(" + mu + ", vec<" + ct + ">)";
-        line("const vec<" + ct + "> mu" + sid + " = " + mu + ";");
-        continue;
-      }
-      if (nd.op == OpKind::Mean) e = "(" + e + " / af_splat<" + at + ">((" + at + ")rn))";
-      if (nd.op == OpKind::Var) {
-        const std::string c = s(attr_int(nd.attrs, "correction"));
-        e = "(" + e + " / af_splat<" + at + ">((" + at + ")(rn - " + c + " > 0 ? rn - " + c + " : 0)))";
-      }
-      const std::string oct = compute_ctype(nd.dtype);
-      if (oct != rt) e = "__builtin_convertvector(" + e + ", vec<" + oct + ">)";
-      red_value_[id] = rounded_to(implicit_rounding_dtype(nd.dtype, o_.precision), e);
-    }
-    (void)p;
+  /// After pass p: reduce results of stage p (and var means for pass p + 1), as kept values; a var also gives the
+  /// value of the means paired with it (ValuePlacement::var_of_mean).
+  void finalize(int p, const std::vector<std::pair<ValueId, bool>>& accs);
+  /// The accumulators of reduction id in the pass that accumulates it (mp: a var's mean pass): a<id> (am<id>); a
+  /// var's pass of squared deviations d = x - mu also sums d in ad<id> (corrected two-pass, finalize) unless its
+  /// values are 16-bit floats (needs_deviation_sum).
+  std::vector<std::string> acc_names(ValueId id, bool mp) const {
+    const std::string sid = s(static_cast<int64_t>(id));
+    if (mp) return {"am" + sid};
+    if (g_.node(id).op == OpKind::Var && needs_deviation_sum(g_, id)) return {"a" + sid, "ad" + sid};
+    return {"a" + sid};
   }
 
   /// Kept values of stage p (computed once per row, or per lane group when the vector axis is kept) and the kept

@@ -11,7 +11,8 @@ std::vector<std::pair<ValueId, bool>> pass_reductions(const Graph& g, const Loop
   std::vector<std::pair<ValueId, bool>> out;
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& nd = g.node(static_cast<ValueId>(i));
-    if (nd.info().category != OpCategory::Reduce) continue;
+    // A mean taken from a var's accumulators (ValuePlacement::var_of_mean) accumulates nothing itself.
+    if (nd.info().category != OpCategory::Reduce || nest.values[i].var_of_mean >= 0) continue;
     const int st = nest.values[i].stage;
     if (st == p) out.push_back({static_cast<ValueId>(i), false});
     if (nd.op == OpKind::Var && st - 1 == p) out.push_back({static_cast<ValueId>(i), true});
