@@ -33,7 +33,14 @@ One rule differs from the written-out form, as in eager's own ``scaled_dot_produ
 attention rewrite: a query row whose scores are all -inf (every key masked by a -inf mask, or an infinite input) gives
 0 where the written-out softmax gives NaN, and so does a short row (measured at 1 and 7 keys, not at 64) with a NaN
 or inf in q (tests/python/test_attention_rewrite.py shows both). Masks built with the dtype's finite minimum
-(transformers' form) are not affected. That is why the pass is off unless ``AUTOFUSE_ATTENTION_REWRITE=1``.
+(transformers' form) are not affected in the forward. That is why the pass is off unless
+``AUTOFUSE_ATTENTION_REWRITE=1``.
+
+Gradients: where a mask masks a query row entirely with the dtype's finite minimum (left padding in transformers),
+ATen's attention backward gives gradients through that row that differ from the written-out softmax's by O(1)
+(eager's own ``scaled_dot_product_attention`` does the same: its forward matches, to 2.4e-7; review 18). So when q,
+k or v needs a gradient, only chains without a mask or with a constant causal mask (``is_causal``: no row is fully
+masked) are rewritten; a run-time mask keeps the written form (tests/python/test_attention_rewrite.py).
 """
 
 from __future__ import annotations
@@ -290,6 +297,12 @@ def rewrite(gm: torch.fx.GraphModule) -> int:
         if _causal_static(args[0], args[1], mask, causal_cache):
             kwargs = {**kwargs, "attn_mask": None, "is_causal": True}
             masks.append(mask)
+        elif mask is not None and getattr(_meta(chain[-1]), "requires_grad", False):  # the scores need gradients
+            # A mask known only at run time can mask a query row entirely (transformers' left padding, with the
+            # dtype's finite minimum): ATen's attention backward then gives other gradients than the written-out
+            # softmax (eager's own scaled_dot_product_attention does too; review 18), so graphs that need
+            # gradients keep the written form. No mask, or a causal one, never masks a whole row.
+            continue
         with gm.graph.inserting_before(o):
             new = gm.graph.call_function(F.scaled_dot_product_attention, args, kwargs)
         new.meta = dict(o.meta)

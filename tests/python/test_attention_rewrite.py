@@ -186,6 +186,42 @@ def test_training_gradients_match_eager(dtype):
         torch.testing.assert_close(a.float(), b.float(), rtol=tol, atol=tol * float(b.abs().max()))
 
 
+def test_training_with_a_padding_mask_keeps_the_written_form_and_eagers_gradients():
+    """A run-time mask that masks whole query rows with the dtype's minimum (left padding): ATen's attention
+    backward gives O(1)-different gradients through those rows (eager's own scaled_dot_product_attention too), so a
+    graph that needs gradients keeps the written-out softmax (no flash call) and its gradients are eager's; without
+    gradients the same graph is rewritten (review 18)."""
+    torch.manual_seed(SEED)
+    b, h, s, d = 2, 2, 6, 8
+    mask = _causal(s, torch.float32).expand(b, 1, s, s).clone()
+    mask[1, :, :, :2] = torch.finfo(torch.float32).min  # batch 1 left-padded by 2: its query rows 0 and 1 see no key
+    q, k, v = (torch.randn(b, h, s, d, requires_grad=True) for _ in range(3))
+    weight = torch.linspace(-1, 1, b * h * s * d).view(b, h, s, d)
+
+    def run(fn):
+        out = fn(q, k, v, mask)
+        return (out,) + torch.autograd.grad((out * weight).sum(), (q, k, v))
+
+    eager = run(_attention)
+    attention_rewrite.ENABLED = True
+    try:
+        torch._dynamo.reset()
+        start = len(backend.RECORDS)
+        got = run(torch.compile(_attention, backend="autofuse", dynamic=False))
+        train_ops = {op for r in backend.RECORDS[start:] for op, _ in r.fallbacks}
+        torch._dynamo.reset()
+        start = len(backend.RECORDS)
+        with torch.no_grad():
+            torch.compile(_attention, backend="autofuse", dynamic=False)(q, k, v, mask)
+        infer_ops = {op for r in backend.RECORDS[start:] for op, _ in r.fallbacks}
+    finally:
+        attention_rewrite.ENABLED = None
+    assert FLASH not in train_ops, train_ops
+    assert FLASH in infer_ops, infer_ops
+    for a, e in zip(got, eager):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5 * float(e.abs().max()))
+
+
 def test_dynamic_sequence_lengths_compile_no_new_kernels():
     """dynamic=True over 6 sequence lengths: one graph, the same outputs as eager, and no C++ compile after the
     first length (the flash kernel takes any length). The scale is a number, as in the models (a scale computed
