@@ -379,6 +379,31 @@ def _aot_drops_mutation(gm: torch.fx.GraphModule, example_inputs) -> Optional[st
     return None
 
 
+def donate_no_buffers() -> None:
+    """Tell AOTAutograd that no saved tensor is donated to this graph's backward, so ``backward(retain_graph=True)``
+    and ``autograd.grad(..., retain_graph=True)`` work (review 18 finding 3). Called by the forward and backward
+    compilers, inside AOTAutograd's tracing context.
+
+    torch 2.13's AOTAutograd lists the saved tensors the backward may reuse as scratch memory
+    (``fw_metadata.bw_donated_idxs``, ``torch._functorch.config.donated_buffer``, on by default) and refuses every
+    backward that keeps the graph while that list is non-empty ("This backward function was compiled with non-empty
+    donated buffers..."). Only Inductor's code generator reads the list (it reuses donated buffers as scratch
+    memory). AOTAutograd compiles a backward lazily, at its first call, and empties the list when that call keeps
+    the graph: that is how Inductor (and aot_eager) accept a first ``retain_graph=True``. Where the backward was
+    compiled before (with the forward, as AOTAutograd does under dynamic shapes when sizes are saved, or by an
+    earlier backward) and a buffer is donated, they raise too (torch 2.13: both with dynamic shapes, aot_eager after
+    a plain backward). Autofuse compiles the backward with the forward whenever its AOTAutograd cache is on
+    (aot_cache's ``force_non_lazy_backward_lowering``), and its programs never write into saved tensors, so
+    donation gains nothing here: the list is emptied for every graph (the cache stores it empty). Double backward
+    (``create_graph=True``, then a backward of the gradients) raises AOTAutograd's own "torch.compile with
+    aot_autograd does not currently support double backward", as with Inductor."""
+    from torch._guards import TracingContext
+
+    meta = getattr(TracingContext.try_get(), "fw_metadata", None)
+    if meta is not None:
+        meta.bw_donated_idxs = []
+
+
 def check_compile_arguments(kwargs: Dict[str, Any]) -> None:
     """Raise ValueError for torch.compile's ``mode`` and ``options``, which Dynamo hands the backend as keyword
     arguments: Autofuse has neither modes nor options (its settings are AUTOFUSE_* environment variables, README), so
@@ -412,9 +437,11 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     out = _cacheable if use_cache else (lambda r: r)
 
     def fw(g, ex):
+        donate_no_buffers()
         return out(compile_graph(g, ex, "forward"))
 
     def bw(g, ex):
+        donate_no_buffers()
         return out(compile_graph(g, ex, "backward"))
 
     def inference(g, ex):
