@@ -124,6 +124,18 @@ class LoweredGraph:
     #: graph outputs eager returns as expanded views: output ``broadcast_to`` LNode -> its input, which the kernel
     #: writes and the program returns ``.expand(...)``ed (program_layout.expand_outputs; set by native.to_core)
     expand_outputs: Dict[int, int] = field(default_factory=dict)
+    #: graph outputs rebuilt as views of another output's storage (lowering_unit_reshape.aliasing_outputs): the new
+    #: LNode -> the FX node it returns (fx_value keeps the folded value that other nodes read)
+    view_outputs: Dict[int, torch.fx.Node] = field(default_factory=dict)
+
+    def fake_values(self) -> Dict[int, Any]:
+        """LNode index -> the fake tensor (FX ``meta["val"]``) of the first FX node it is the value of, including
+        the outputs rebuilt as views."""
+        vals: Dict[int, Any] = {}
+        for node, v in list(self.fx_value.items()) + [(n, v) for v, n in self.view_outputs.items()]:
+            if isinstance(v, int) and isinstance(node, torch.fx.Node):
+                vals.setdefault(v, node.meta.get("val"))
+        return vals
 
     def ir_text(self) -> str:
         """A readable listing of the IR nodes (debug dumps; the C++ printer gives the canonical text)."""
@@ -224,6 +236,13 @@ class Lowerer:
         #: shape): a repeated ``arange`` (a decoder's position ids, cache positions and mask) is built once
         self._source_cache: Dict[Tuple[Any, ...], int] = {}
         self._input_free: set = set()
+        #: values fold_unit_reshape computed in place of a unit-dim reshape: folded value -> (reshaped value, shape);
+        #: an output that must alias another output is rebuilt from them as a real view (lowering_unit_reshape)
+        self.folded_reshapes: Dict[int, Tuple[int, Tuple[Any, ...]]] = {}
+        from .lowering_unit_reshape import keep_views
+
+        #: FX unit reshapes left as reshapes (not folded) so that an aliased graph output stays a view
+        self.keep_views = keep_views(gm)
 
     # ---- building -----------------------------------------------------------------------------------------------
     def add(self, op: str, inputs: List[int], attrs: Dict[str, Any], dtype: torch.dtype, shape, **kw) -> int:
@@ -484,18 +503,30 @@ class Lowerer:
         v = self.add("extern", deps, {"name": name}, t.dtype, shape, fx=node, item=item)
         g.fx_value[node] = v
 
+    def view_root(self, v: int) -> int:
+        """The value whose storage ``v`` shares: ``v`` followed through IR view ops (IR_VIEW_OPS) to their input."""
+        g = self.g
+        while g.nodes[v].op in IR_VIEW_OPS:
+            v = next(u for u in g.nodes[v].inputs if g.nodes[u].op != "constant")
+        return v
+
     def _output(self, node: torch.fx.Node) -> None:
+        from .lowering_unit_reshape import aliasing_outputs
+
         g = self.g
         seen: Dict[int, torch.fx.Node] = {}  # storage root of an output value -> the first FX node returning it
-        for a in _flatten(node.args[0]) if isinstance(node.args[0], (list, tuple)) else [node.args[0]]:
+        args = _flatten(node.args[0]) if isinstance(node.args[0], (list, tuple)) else [node.args[0]]
+        # outputs eager returns as views of another output's storage, rebuilt as views where a fold lost that
+        as_views = aliasing_outputs(self, [g.fx_value.get(a) if isinstance(a, torch.fx.Node) else None for a in args])
+        for a, view in zip(args, as_views):
             if isinstance(a, torch.fx.Node):
                 if a in g.sym_nodes:
                     g.outputs.append(("sym", g.sym_nodes[a]))
                 elif isinstance(g.fx_value.get(a), int):
-                    v = g.fx_value[a]
-                    root = v
-                    while g.nodes[root].op in IR_VIEW_OPS:  # a view of a merged node shares its storage too
-                        root = next(u for u in g.nodes[root].inputs if g.nodes[u].op != "constant")
+                    v = view
+                    if v != g.fx_value[a]:
+                        g.view_outputs[v] = a
+                    root = self.view_root(v)  # a view of a merged node shares its storage too
                     if root in self._input_free and seen.setdefault(root, a) is not a:
                         # two FX outputs whose storage add() merged (input-free duplicates, or views of them) are
                         # separate tensors in eager: a copy, appended directly (add() would merge the copies too)

@@ -47,8 +47,10 @@ def _reshape(L: Lowerer, node) -> int:
     shape = L.shape_of(node)
     if tuple(L.node(x).shape) == tuple(shape):
         return x
-    folded = fold_unit_reshape(L, x, shape)  # unsqueeze/squeeze of a computed value: no host step (keeps one kernel)
+    # unsqueeze/squeeze of a computed value: no host step (keeps one kernel); not where an output must stay a view
+    folded = None if node in L.keep_views else fold_unit_reshape(L, x, shape)
     if folded is not None:
+        L.folded_reshapes.setdefault(folded, (x, tuple(shape)))  # an aliased output rebuilds the view from it
         return folded
     return L.add("reshape", [x], {"shape": list(shape)}, L.node(x).dtype, shape)
 

@@ -398,7 +398,7 @@ def build_program(lg: LoweredGraph, steps: List[Step], name: str = "af_call", pr
     for v, t in lg.const_inputs.items():
         L.append(f"    v{v} = {e.const(t, 'T')}")
     graph_outputs = {v for kind, v in lg.outputs if kind == "node"}
-    fake = {v: n.meta.get("val") for n, v in lg.fx_value.items()
+    fake = {v: n.meta.get("val") for n, v in list(lg.fx_value.items()) + [(n, v) for v, n in lg.view_outputs.items()]
             if isinstance(v, int) and v in graph_outputs and isinstance(n, torch.fx.Node)}
     expand = lg.expand_outputs  # output -> the value it is an expanded view of (native.to_core)
     host_nodes = {v for st in steps if st.kind == "host" for v in st.nodes} | set(expand)

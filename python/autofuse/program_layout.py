@@ -253,10 +253,7 @@ def expand_outputs(lg) -> Dict[int, int]:
     for a broadcast that is a mutation's value or an index check, nor for one of a constant. A broadcast of a graph
     input is covered too: the output is then a view of the caller's tensor, as eager's (AOTAutograd's alias replay
     under dynamic shapes needs the view's zero strides: tests/python/test_backend_expand_input.py)."""
-    vals: Dict[int, Any] = {}
-    for node, v in lg.fx_value.items():
-        if isinstance(v, int) and isinstance(node, torch.fx.Node):
-            vals.setdefault(v, node.meta.get("val"))
+    vals = lg.fake_values()
     read = {v for pair in lg.mutations for v in pair} | {c[0] for c in lg.index_checks}
     out: Dict[int, int] = {}
     for kind, o in lg.outputs:
