@@ -432,8 +432,9 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         RECORDS.append(GraphRecord(name=f"graph{next(_counter)}_untraced", kind="inference", gm=gm, mode="eager",
                                    reason=why))
         return gm.forward
-    from . import attention_rewrite
+    from . import addc_rewrite, attention_rewrite
 
+    addc_rewrite.rewrite(gm)  # Dynamo's addcmul_ / addcdiv_ / addcdiv parts -> the whole op (eager's rounding)
     attention_rewrite.rewrite(gm)  # written-out attention -> one SDPA call (attention_rewrite.py; infer10)
     backend = aot_autograd(fw_compiler=wrap(fw), bw_compiler=wrap(bw), inference_compiler=wrap(inference),
                            decompositions=decomposition_table(), keep_inference_input_mutations=True)
