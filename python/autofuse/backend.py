@@ -1,6 +1,7 @@
 """The ``torch.compile`` backend: ``torch.compile(model, backend="autofuse")``.
 
-Pipeline per Dynamo graph: written-out attention becomes one SDPA call (attention_rewrite.py; opt-in,
+Pipeline per Dynamo graph: Dynamo's addcmul_ / addcdiv_ / addcdiv parts become the whole op again (addc_rewrite.py,
+so they round once as in eager) -> written-out attention becomes one SDPA call (attention_rewrite.py; opt-in,
 AUTOFUSE_ATTENTION_REWRITE=1) -> AOTAutograd
 (functional ATen, forward and backward, inference under no_grad) with the decomposition table of decompositions.py -> lowering to the Autofuse IR (lowering.py) -> fusion into groups
 (``autofuse._core.fuse``) -> one compiled kernel per Kernel group (``autofuse._core.Kernel``) -> a generated Python
