@@ -1,6 +1,7 @@
 """The ``torch.compile`` backend: ``torch.compile(model, backend="autofuse")``.
 
-Pipeline per Dynamo graph: written-out attention becomes one SDPA call (attention_rewrite.py; opt-in,
+Pipeline per Dynamo graph: Dynamo's addcmul_ / addcdiv_ / addcdiv parts become the whole op again (addc_rewrite.py,
+so they round once as in eager) -> written-out attention becomes one SDPA call (attention_rewrite.py; opt-in,
 AUTOFUSE_ATTENTION_REWRITE=1) -> AOTAutograd
 (functional ATen, forward and backward, inference under no_grad) with the decomposition table of decompositions.py -> lowering to the Autofuse IR (lowering.py) -> fusion into groups
 (``autofuse._core.fuse``) -> one compiled kernel per Kernel group (``autofuse._core.Kernel``) -> a generated Python
@@ -459,8 +460,9 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         RECORDS.append(GraphRecord(name=f"graph{next(_counter)}_untraced", kind="inference", gm=gm, mode="eager",
                                    reason=why))
         return gm.forward
-    from . import attention_rewrite
+    from . import addc_rewrite, attention_rewrite
 
+    addc_rewrite.rewrite(gm)  # Dynamo's addcmul_ / addcdiv_ / addcdiv parts -> the whole op (eager's rounding)
     attention_rewrite.rewrite(gm)  # written-out attention -> one SDPA call (attention_rewrite.py; infer10)
     backend = aot_autograd(fw_compiler=wrap(fw), bw_compiler=wrap(bw), inference_compiler=wrap(inference),
                            decompositions=decomposition_table(), keep_inference_input_mutations=True)

@@ -110,13 +110,36 @@ def _mean(L: Lowerer, node) -> int:
     return _reduce(L, "mean", x, _axes(dims, len(L.node(x).shape)), keep)
 
 
+def _require_nonempty(node, axes, name: str) -> None:
+    """Leave to ATen (Unsupported) a max / min / argmax / argmin whose reduced dims (``axes``; [] = every dim) may be
+    empty: eager raises there (IndexError "max(): Expected reduction dim 1 to have non-zero size."; amax / argmax
+    "Expected reduction dim ... to have non-zero size"), a kernel cannot raise and would return -inf / +inf and index
+    0 (review 18: ``torch.max(x, -1)`` on a [4, 0] tensor). Dynamo checks amax / argmax itself, not max.dim / min.dim.
+    A static size 0 raises here; a symbolic size not known to be nonzero (an unbacked size, e.g. of a boolean-mask
+    selection) too, so ATen raises if it is 0 when the graph runs. Dynamo's backed sizes are >= 2 (sizes 0 and 1 are
+    specialized: a size that becomes 0 recompiles the graph with a static 0), so dynamic shapes keep their kernels."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    val = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.dim() == 0:
+        return
+    for d in axes or range(val.dim()):
+        size = val.shape[d]
+        if isinstance(size, int) and size == 0:
+            raise Unsupported(f"{name} over dim {d} of size 0 (eager raises IndexError)")
+        if isinstance(size, torch.SymInt) and not statically_known_true(size != 0):
+            raise Unsupported(f"{name} over dim {d} of size {size}, which may be 0 (eager raises IndexError)")
+
+
 @register(aten.amax.default, aten.amin.default)
 def _amax(L: Lowerer, node) -> int:
     x = L.value(node.args[0])
     dims = _arg(node, 1, "dim", [])
     keep = _arg(node, 2, "keepdim", False)
     op = "amax" if node.target is aten.amax.default else "amin"
-    return _reduce(L, op, x, _axes(dims, len(L.node(x).shape)), keep)
+    axes = _axes(dims, len(L.node(x).shape))
+    _require_nonempty(node, axes, op)
+    return _reduce(L, op, x, axes, keep)
 
 
 @register(aten.argmax.default, aten.argmin.default)
@@ -127,13 +150,16 @@ def _argmax(L: Lowerer, node) -> int:
         raise Unsupported("arg-reduction over a flattened tensor")
     keep = _arg(node, 2, "keepdim", False)
     op = "argmax" if node.target is aten.argmax.default else "argmin"
-    return _reduce(L, op, x, _axes(dim, len(L.node(x).shape)), keep, dtype=torch.int64)
+    axes = _axes(dim, len(L.node(x).shape))
+    _require_nonempty(node, axes, op)
+    return _reduce(L, op, x, axes, keep, dtype=torch.int64)
 
 
 @register(aten.max.default, aten.min.default)
 def _max_all(L: Lowerer, node) -> int:
     """torch.max(x) / torch.min(x) without a dim: amax/amin over every axis."""
     x = L.value(node.args[0])
+    _require_nonempty(node, [], "max" if node.target is aten.max.default else "min")
     return _reduce(L, "amax" if node.target is aten.max.default else "amin", x, [], False)
 
 
@@ -191,6 +217,7 @@ def _max_dim(L: Lowerer, node):
     keep = _arg(node, 2, "keepdim", False)
     is_max = node.target is aten.max.dim
     axes = _axes(dim, len(L.node(x).shape))
+    _require_nonempty(node, axes, "max.dim" if is_max else "min.dim")
     vals = _reduce(L, "amax" if is_max else "amin", x, axes, keep)
     # eager's max/min.dim accept bool (the IR's argmax/argmin do not, as eager's argmax/argmin): index a uint8 copy
     xi = L.cast(x, torch.uint8) if L.node(x).dtype == torch.bool else x
