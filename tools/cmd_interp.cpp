@@ -107,7 +107,7 @@ void print_summary(const std::string& name, const HostTensor& t) {
 }  // namespace
 
 int cmd_interp(const Args& args) {
-  ParsedArgs a = parse_args(args, {"seed", "shape"});
+  ParsedArgs a = parse_args(args, {"seed", "shape"}, {}, {"shape"});
   expect_at_most_one_file(a);
   if (a.positional.size() != 1) {
     std::fprintf(stderr, "usage: autofuse interp FILE [--seed K] [--shape SYM=N ...]\n");

@@ -26,7 +26,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int cmd_run(const Args& args) {
-  ParsedArgs a = parse_args(args, {"shape", "seed", "repeat"});
+  ParsedArgs a = parse_args(args, {"shape", "seed", "repeat"}, {}, {"shape"});
   expect_at_most_one_file(a);
   if (a.positional.size() != 1) {
     std::fprintf(stderr, "usage: autofuse run FILE [--shape SYM=N ...] [--seed K] [--repeat R]\n");

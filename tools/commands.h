@@ -34,8 +34,10 @@ using CommandFn = int (*)(const Args&);
 std::string read_file(const std::string& path);
 
 /// A minimal option scanner over Args: positional arguments, `--flag`, and `--key VALUE` / `--key=VALUE` pairs.
-/// Options may repeat (`--shape s0=4 --shape s1=8`). Throws std::invalid_argument naming an option that lacks its
-/// value or is not in `known` (options listed in `known_flags` take no value).
+/// Options may repeat (`--shape s0=4 --shape s1=8`). An option in `list_options` also takes the arguments after its
+/// value that read as NAME=VALUE, NAME an identifier (`--shape s0=4 s1=8`, the same as repeating it); anything else
+/// (a FILE, another option) ends its list. Throws std::invalid_argument naming an option that lacks its value or is
+/// not in `known` (options listed in `known_flags` take no value).
 struct ParsedArgs {
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string>> options;  ///< (name without "--", value); flags have value ""
@@ -46,7 +48,8 @@ struct ParsedArgs {
   bool has(const std::string& name) const;
 };
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_options,
-                      const std::vector<std::string>& known_flags = {});
+                      const std::vector<std::string>& known_flags = {},
+                      const std::vector<std::string>& list_options = {});
 
 /// Parse a decimal integer, throwing std::invalid_argument "WHAT: expected an integer, got 'TEXT'".
 int64_t parse_int(const std::string& text, const std::string& what);

@@ -3,6 +3,7 @@
 //   autofuse <subcommand> [args...]      autofuse help      autofuse <subcommand> --help
 //
 // To add a subcommand: declare `cmd_X` in commands.h, add a row below, and define it in tools/cmd_X.cpp.
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -92,8 +93,22 @@ std::vector<std::string> ParsedArgs::get_all(const std::string& name) const {
 
 bool ParsedArgs::has(const std::string& name) const { return get(name).has_value(); }
 
+namespace {
+
+/// Whether `a` reads as NAME=VALUE with NAME an identifier (a letter or '_', then letters, digits or '_'): a further
+/// value of a list option (`--shape s0=3 s1=5`), not a FILE.
+bool is_assignment(const std::string& a) {
+  const size_t eq = a.find('=');
+  if (eq == 0 || eq == std::string::npos || std::isdigit(static_cast<unsigned char>(a[0]))) return false;
+  for (size_t i = 0; i < eq; ++i)
+    if (!std::isalnum(static_cast<unsigned char>(a[i])) && a[i] != '_') return false;
+  return true;
+}
+
+}  // namespace
+
 ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_options,
-                      const std::vector<std::string>& known_flags) {
+                      const std::vector<std::string>& known_flags, const std::vector<std::string>& list_options) {
   auto is_in = [](const std::vector<std::string>& v, const std::string& s) {
     for (const auto& x : v) {
       if (x == s) return true;
@@ -123,6 +138,8 @@ ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_op
         value = args[++i];
       }
       out.options.emplace_back(name, value);
+      if (is_in(list_options, name))
+        while (i + 1 < args.size() && is_assignment(args[i + 1])) out.options.emplace_back(name, args[++i]);
     } else {
       throw std::invalid_argument("unknown option --" + name);
     }

@@ -25,8 +25,8 @@ from .program_layout import expand_outputs
 _KERNELS: Dict[str, Any] = {}
 
 
-#: Set once the unusable-cache warning was given (it would otherwise repeat for every kernel).
-_CACHE_WARNED: List[bool] = []
+#: The unusable-cache errors already warned about (each would otherwise repeat for every kernel).
+_CACHE_WARNED: List[str] = []
 
 def _attrs(lg: LoweredGraph, n) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
@@ -213,13 +213,20 @@ def plan_native(lg: LoweredGraph, record, strict: bool) -> List[Step]:
             if strict:
                 raise k
             st.info["error"] = str(k)
-            if isinstance(k, getattr(core, "CacheDirError", ())):  # one cause for every kernel: say it once
-                if not _CACHE_WARNED:
-                    _CACHE_WARNED.append(True)
-                    warnings.warn(f"autofuse: the kernel cache cannot be used, so no kernel can be loaded and every "
-                                  f"fused group runs in ATen: {k}")
+            if isinstance(k, getattr(core, "CacheDirError", ())):  # usually one cause for every kernel: say it once
+                # (the root or its v1/tmp unusable; an entry that merely cannot be stored is loaded from a temporary
+                # copy by the runtime, which says so on stderr, and does not come here)
+                if str(k) not in _CACHE_WARNED:
+                    _CACHE_WARNED.append(str(k))
+                    warnings.warn(f"autofuse: the kernel cache cannot be used: {k}; kernel {st.name} runs in ATen, as "
+                                  f"does every other kernel that fails for this reason (said once per cause)")
                 continue
-            what = "cannot be made a kernel" if isinstance(k, getattr(core, "IRError", ())) else "failed to compile"
+            if isinstance(k, getattr(core, "IRError", ())):
+                what = "cannot be made a kernel"
+            elif isinstance(k, getattr(core, "ModuleLoadError", ())):
+                what = "could not be loaded"  # its binary exists (compiled or from the cache) but does not load
+            else:
+                what = "failed to compile"
             warnings.warn(f"autofuse: kernel {st.name} {what}; its ops run in ATen: {k}")
             continue
         st.kernel = k

@@ -51,13 +51,17 @@ nb::dict machine_dict(const MachineInfo& mi) {
 void bind_runtime(nb::module_& m) {
   nb::exception<CompileError>(m, "CompileError", PyExc_RuntimeError);
   nb::exception<CacheDirError>(m, "CacheDirError", PyExc_RuntimeError);
+  nb::exception<ModuleLoadError>(m, "ModuleLoadError", PyExc_RuntimeError);
 
   nb::class_<CacheStats>(m, "CacheStats", "Kernel cache counters since start or reset_cache_stats()")
       .def_ro("compiles", &CacheStats::compiles, "kernel sources compiled (a batch of n counts n)")
       .def_ro("compiler_runs", &CacheStats::compiler_runs, "C++ compiler processes run (one per batch)")
       .def_ro("disk_hits", &CacheStats::disk_hits, "modules loaded from the disk cache")
       .def_ro("memory_hits", &CacheStats::memory_hits, "modules already loaded in this process")
-      .def_ro("rebuilt_corrupt", &CacheStats::rebuilt_corrupt, "disk entries found corrupt and rebuilt")
+      .def_ro("rebuilt_corrupt", &CacheStats::rebuilt_corrupt,
+              "disk entries found corrupt (size, checksum, key, dlopen or the expected symbol) and rebuilt")
+      .def_ro("not_stored", &CacheStats::not_stored,
+              "sources compiled but not stored (their entry could not be installed): loaded from a temporary copy")
       .def("as_dict",
            [](const CacheStats& s) {
              nb::dict d;
@@ -66,13 +70,15 @@ void bind_runtime(nb::module_& m) {
              d["memory_hits"] = s.memory_hits;
              d["rebuilt_corrupt"] = s.rebuilt_corrupt;
              d["compiler_runs"] = s.compiler_runs;
+             d["not_stored"] = s.not_stored;
              return d;
            })
       .def("__repr__", [](const CacheStats& s) {
         return "CacheStats(compiles=" + std::to_string(s.compiles) + ", disk_hits=" + std::to_string(s.disk_hits) +
                ", memory_hits=" + std::to_string(s.memory_hits) +
                ", rebuilt_corrupt=" + std::to_string(s.rebuilt_corrupt) +
-               ", compiler_runs=" + std::to_string(s.compiler_runs) + ")";
+               ", compiler_runs=" + std::to_string(s.compiler_runs) + ", not_stored=" + std::to_string(s.not_stored) +
+               ")";
       });
   m.def("cache_stats", &cache_stats, "Kernel cache counters (compiles, disk_hits, memory_hits, rebuilt_corrupt)");
   m.def("reset_cache_stats", &reset_cache_stats, "Zero the kernel cache counters");
@@ -136,13 +142,14 @@ void bind_runtime(nb::module_& m) {
           nb::arg("name"), "Address of an exported symbol (for ctypes); raises RuntimeError if absent");
   m.def(
       "compile_module",
-      [](const std::string& source, const std::string& name_hint) {
-        CompileResult r = compile_module(source, name_hint);
+      [](const std::string& source, const std::string& name_hint, const std::string& symbol) {
+        CompileResult r = compile_module(source, name_hint, symbol);
         return PyCompiledModule{r.module, r.cache_hit, r.seconds};
       },
-      nb::arg("source"), nb::arg("name_hint") = "kernel",
+      nb::arg("source"), nb::arg("name_hint") = "kernel", nb::arg("symbol") = "",
       "Compile C++ source to a loaded module through the kernel cache; raises CompileError with the compiler's "
-      "output");
+      "output. symbol: an extern \"C\" name the module must export (a cache entry lacking it is rebuilt; a fresh "
+      "build lacking it raises ModuleLoadError)");
   m.def(
       "gather_rows",
       [](nb::handle table, nb::handle indices, nb::handle out) {

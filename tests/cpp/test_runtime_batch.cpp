@@ -26,7 +26,8 @@ const char* kPrefix = "// preamble\ninline int af_twice(int x) { return 2 * x; }
 ModuleRequest request(int value, const std::string& body_extra = "") {
   std::string rest = "static int helper() { return af_twice(" + std::to_string(value) + ") / 2; }\n" + body_extra +
                      "extern \"C\" int af_v" + std::to_string(value) + "(int x) { return x + helper(); }\n";
-  return ModuleRequest{std::string(kPrefix) + rest, "v" + std::to_string(value), std::string(kPrefix).size()};
+  return ModuleRequest{std::string(kPrefix) + rest, "v" + std::to_string(value), std::string(kPrefix).size(),
+                       "af_v" + std::to_string(value)};
 }
 
 int call(const std::shared_ptr<Module>& m, int value, int x) {

@@ -95,6 +95,27 @@ def test_clear_errors_for_directories_negative_seeds_and_huge_sizes(tmp_path):
     assert r.returncode == 1 and "out of memory" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_one_shape_option_takes_several_sizes():
+    """Review 18 (notes): `--shape s0=3 s1=5` was refused ("unexpected argument 's1=5'") although the usage line reads
+    `[--shape SYM=N ...]`. One --shape takes several SYM=N now, the same as repeating it; the list ends at the first
+    argument that is not NAME=VALUE (a FILE, another option)."""
+    repeated = run("interp", SOFTMAX, "--seed", 7, "--shape", "s0=3", "--shape", "s1=5")
+    assert repeated.returncode == 0, repeated.stderr
+    for args in (("--shape", "s0=3", "s1=5", "--seed", 7), ("--seed", 7, "--shape=s0=3", "s1=5")):
+        listed = run("interp", SOFTMAX, *args)
+        assert listed.returncode == 0 and listed.stdout == repeated.stdout, (args, listed.stderr)
+    before_file = run("interp", "--shape", "s0=3", "s1=5", SOFTMAX, "--seed", 7)
+    assert before_file.returncode == 0 and before_file.stdout == repeated.stdout, before_file.stderr
+    r = run("run", SOFTMAX, "--shape", "s0=3", "s1=5", "--repeat", 1)
+    assert r.returncode == 0 and "MISMATCH" not in r.stdout, r.stdout + r.stderr
+    bad = run("interp", SOFTMAX, "--shape", "s0=3", "s1=x")
+    assert bad.returncode == 2 and "--shape s1: expected an integer, got 'x'" in bad.stderr, bad.stderr
+    other = run("interp", SOFTMAX, "--shape", "s0=3", "other.af")
+    assert other.returncode == 2 and "unexpected argument 'other.af'" in other.stderr, other.stderr
+    twice = run("interp", SOFTMAX, "--shape", "s0=3", "s0=4")
+    assert twice.returncode == 2 and "s0 is given twice" in twice.stderr, twice.stderr
+
+
 def test_run_accepts_graphs_of_several_kernels():
     """`autofuse run` fuses a graph that is not one kernel and checks every output against the interpreter."""
     r = run("run", ROOT / "tests" / "ir" / "reductions.af", "--shape", "s0=5", "--shape", "s1=7")

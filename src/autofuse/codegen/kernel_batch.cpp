@@ -57,7 +57,7 @@ std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph
     const size_t at = src.find(header);
     request_of[i] = requests.size();
     const size_t prefix = at == std::string::npos ? 0 : at + header.size();
-    requests.push_back(ModuleRequest{src, graphs[i].name(), prefix});
+    requests.push_back(ModuleRequest{src, graphs[i].name(), prefix, sources[i].func});
     Kernel& k = *out[i].kernel;
     if (!k.outer_ && k.nest_.rank >= 2 && copies_only(graphs[i])) {
       std::vector<bool> strided = units[i];
@@ -68,7 +68,7 @@ std::vector<Kernel::Compiled> Kernel::compile_many_plain(const std::vector<Graph
       if (strided != units[i]) {
         try {
           VariantSource vs = k.variant_source(strided, false, tile);
-          requests.push_back(ModuleRequest{vs.compiled, graphs[i].name() + "_strided", prefix});
+          requests.push_back(ModuleRequest{vs.compiled, graphs[i].name() + "_strided", prefix, vs.func});
           extras.push_back(Extra{i, strided, tile, std::move(vs), requests.size() - 1});
         } catch (const std::exception&) {
           // only a head start: the variant is compiled on first use as usual

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,10 +16,12 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "autofuse/runtime/cache_dir.h"
+#include "autofuse/runtime/cache_entry.h"
 #include "autofuse/runtime/hash.h"
 #include "autofuse/runtime/isa.h"
 #include "autofuse/support/env.h"
@@ -26,9 +29,9 @@
 namespace autofuse {
 namespace {
 
-constexpr const char* kLayout = "v1";
+constexpr const char* kLayout = kCacheLayout;
 
-std::atomic<int64_t> g_compiles{0}, g_disk_hits{0}, g_memory_hits{0}, g_rebuilt{0}, g_compiler_runs{0};
+std::atomic<int64_t> g_compiles{0}, g_disk_hits{0}, g_memory_hits{0}, g_rebuilt{0}, g_compiler_runs{0}, g_not_stored{0};
 
 bool env_flag(const char* name) { return env_bool(name, false); }  // bad values warn once (support/env.h)
 
@@ -40,11 +43,6 @@ std::string sanitize_hint(const std::string& hint) {
     out.push_back(ok ? c : '_');
   }
   return out.empty() ? std::string("kernel") : out;
-}
-
-void remove_tree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
 }
 
 /// The helper headers (af_*.h) of kernel_header_source_dir(): names and contents, sorted by name.
@@ -121,24 +119,19 @@ std::string compute_key(const std::string& source, const HeaderSet& headers) {
   return h.hex_digest();
 }
 
-std::string entry_dir_in(const std::string& dir, const std::string& key) {
-  return dir + "/" + kLayout + "/kernels/" + key.substr(0, 2) + "/" + key;
-}
-
-/// An entry's meta file: binary size and checksum (verified on load), the source's file name, and how many kernel
-/// sources the binary was compiled from (1, or the size of its batch: compile_modules).
-std::string meta_text(const std::string& binary, const std::string& source_name, size_t batch = 1) {
-  return "size " + std::to_string(binary.size()) + "\nchecksum " + std::to_string(checksum64(binary)) + "\nsource " +
-         source_name + "\nbatch " + std::to_string(batch) + "\n";
-}
-
-/// True if entry/kernel.so matches the size and checksum recorded in entry/meta.
-bool verify_entry(const std::string& entry) {
-  std::string meta, binary;
-  if (!read_file(entry + "/meta", &meta) || !read_file(entry + "/kernel.so", &binary)) return false;
-  std::string expect_size = "size " + std::to_string(binary.size()) + "\n";
-  std::string expect_sum = "checksum " + std::to_string(checksum64(binary)) + "\n";
-  return meta.rfind(expect_size, 0) == 0 && meta.find(expect_sum) == expect_size.size();
+/// Counts a source compiled but not stored (not_stored) and says so on stderr, once per process for each `place`
+/// (the directory that could not take the entry: one stray file blocks every key of its shard).
+void note_not_stored(const std::string& hint, const std::string& reason, const std::string& place) {
+  ++g_not_stored;
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!said.insert(place).second) return;
+  std::fprintf(stderr,
+               "autofuse: warning: kernel '%s' was compiled but cannot be stored in the kernel cache: %s; it runs "
+               "natively from a temporary copy, and each process compiles it (and any other kernel whose entry "
+               "belongs in %s) again until that is fixed\n",
+               hint.c_str(), reason.c_str(), place.c_str());
 }
 
 /// Compiles source in a fresh temporary directory; returns that directory (holding kernel.so and the source).
@@ -166,19 +159,21 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
 }
 
 /// The module of a verified disk entry (counted in disk_hits when `count_hit`), or null when there is none. An entry
-/// that fails verification (size, checksum, or dlopen) is moved out of the way atomically (a concurrent reader sees
-/// either it or nothing), counted in rebuilt_corrupt, and null is returned so the caller rebuilds it.
-std::shared_ptr<Module> load_entry(const std::string& dir, const std::string& key, bool count_hit = true) {
+/// that fails verification (size, checksum, key, dlopen, or one of `symbols` missing: another key's binary) is moved
+/// out of the way atomically (a concurrent reader sees either it or nothing), counted in rebuilt_corrupt, and null is
+/// returned so the caller rebuilds it.
+std::shared_ptr<Module> load_entry(const std::string& dir, const std::string& key,
+                                   const std::vector<std::string>& symbols, bool count_hit = true) {
   std::string entry = entry_dir_in(dir, key);
   struct stat st;
   if (::stat(entry.c_str(), &st) != 0) return nullptr;
-  if (verify_entry(entry)) {
+  if (verify_entry(entry, key)) {
     try {
-      auto m = Module::load(entry + "/kernel.so");
+      auto m = load_with_symbols(dir, entry + "/kernel.so", symbols);
       if (count_hit) ++g_disk_hits;
       return m;
     } catch (const std::runtime_error&) {
-      // Falls through: a verified file that does not load is treated as corrupt too.
+      // Falls through: a verified file that does not load, or lacks the kernel's symbol, is corrupt too.
     }
   }
   std::string trash = dir + "/" + kLayout + "/tmp/corrupt-" + key.substr(0, 16) + "-" + unique_suffix();
@@ -190,15 +185,24 @@ std::shared_ptr<Module> load_entry(const std::string& dir, const std::string& ke
 }
 
 /// Installs the build directory `tmp` (kernel.so, meta, source) as the entry of `key` by one atomic rename. False
-/// when another thread or process installed the key first (tmp is then removed); throws CacheDirError otherwise.
+/// when another thread or process installed the key first (tmp is then removed). Throws CacheDirError, leaving tmp
+/// in place for the caller to load from, when the entry cannot be installed (its directories cannot be made, or a
+/// file stands where one of them should be).
 bool install_entry(const std::string& dir, const std::string& key, const std::string& tmp) {
   std::string entry = entry_dir_in(dir, key);
-  make_private_dirs(entry.substr(0, entry.rfind('/')));
+  try {
+    make_private_dirs(shard_dir_in(dir, key));
+  } catch (const CacheDirError& e) {
+    throw CacheDirError(e.what() + blocking_file_note(dir, key));
+  }
   if (::rename(tmp.c_str(), entry.c_str()) == 0) return true;
   int err = errno;
-  remove_tree(tmp);
-  if (err == ENOTEMPTY || err == EEXIST) return false;
-  throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err));
+  if (err == ENOTEMPTY || err == EEXIST) {
+    remove_tree(tmp);
+    return false;
+  }
+  throw CacheDirError("cannot install kernel cache entry " + entry + ": " + std::strerror(err) +
+                      blocking_file_note(dir, key));
 }
 
 std::function<void(const std::string&, const std::string&)> g_install_hook;  // set_cache_install_hook
@@ -207,11 +211,12 @@ std::function<void(const std::string&, const std::string&)> g_install_hook;  // 
 /// once: a disk hit, or a compile, also when another thread or process installed the entry first and its entry is
 /// loaded instead (the compiler ran for this lookup; *hit is false).
 std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string& key, const std::string& source,
-                                      const std::string& hint, const std::string& include_dir, bool* hit) {
+                                      const std::string& hint, const std::string& include_dir,
+                                      const std::vector<std::string>& symbols, bool* hit) {
   std::string entry = entry_dir_in(dir, key);
   bool compiled = false;  // built by this call (and counted in compiles), its install lost to another's
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (auto m = load_entry(dir, key, /*count_hit=*/!compiled)) {
+    if (auto m = load_entry(dir, key, symbols, /*count_hit=*/!compiled)) {
       *hit = !compiled;
       return m;
     }
@@ -221,34 +226,37 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
       remove_tree(tmp);
       throw std::runtime_error("compiled kernel " + tmp + "/kernel.so cannot be read");
     }
-    write_file(tmp + "/meta", meta_text(binary, hint + ".cpp"));
+    write_file(tmp + "/meta", meta_text(binary, hint + ".cpp", key));
     if (!compiled) ++g_compiles;
     compiled = true;
     if (g_install_hook) g_install_hook(tmp, entry);
-    if (!install_entry(dir, key, tmp)) continue;  // another thread or process installed it first: use theirs
     *hit = false;
-    return Module::load(entry + "/kernel.so");
+    bool installed = false;
+    try {
+      installed = install_entry(dir, key, tmp);
+    } catch (const CacheDirError& e) {  // this entry cannot be stored: the kernel still runs, from the build
+      auto m = load_from_temp(dir, tmp, symbols);
+      note_not_stored(hint, e.what(), shard_dir_in(dir, key));
+      return m;
+    }
+    if (!installed) continue;  // another thread or process installed it first: use theirs
+    return load_with_symbols(dir, entry + "/kernel.so", symbols);
   }
   throw std::runtime_error("kernel cache entry " + entry + " keeps failing verification after rebuilds");
 }
 
 /// AUTOFUSE_FORCE_DISABLE_CACHES: compile into a temporary directory, load, and delete the files.
-std::shared_ptr<Module> compile_uncached(const std::string& source, const std::string& hint, const std::string& key,
-                                         const std::string& include_dir) {
+std::shared_ptr<Module> compile_uncached(const std::string& dir, const std::string& source, const std::string& hint,
+                                         const std::string& key, const std::string& include_dir,
+                                         const std::vector<std::string>& symbols) {
   std::string tmp = build_in_temp(source, hint, key, include_dir);
   ++g_compiles;
-  // A unique file name: dlopen would return an already loaded object of the same path.
-  std::string so = tmp + "/kernel-" + unique_suffix() + ".so";
-  std::shared_ptr<Module> m;
-  try {
-    if (::rename((tmp + "/kernel.so").c_str(), so.c_str()) != 0) throw std::runtime_error("cannot rename " + so);
-    m = Module::load(so);
-  } catch (...) {
-    remove_tree(tmp);
-    throw;
-  }
-  remove_tree(tmp);  // the mapping outlives the file
-  return m;
+  return load_from_temp(dir, tmp, symbols);
+}
+
+/// The symbols a request names: {symbol}, or none when it is empty.
+std::vector<std::string> symbol_list(const std::string& symbol) {
+  return symbol.empty() ? std::vector<std::string>{} : std::vector<std::string>{symbol};
 }
 
 /// Removes what crashed or killed processes left in v1/tmp (build and include directories, corrupt entries moved
@@ -289,7 +297,7 @@ void build_batch(const std::string& dir, const std::vector<BatchJob*>& batch, co
   if (batch.size() == 1) {
     BatchJob& j = *batch[0];
     try {
-      j.module = load_or_build(dir, j.key, j.req->source, j.hint, include_dir, &j.hit);
+      j.module = load_or_build(dir, j.key, j.req->source, j.hint, include_dir, symbol_list(j.req->symbol), &j.hit);
     } catch (...) {
       j.error = std::current_exception();
     }
@@ -320,22 +328,27 @@ void build_batch(const std::string& dir, const std::vector<BatchJob*>& batch, co
   g_compiles += static_cast<int64_t>(batch.size());
   std::shared_ptr<Module> shared;
   std::string first_entry;
+  std::vector<std::pair<BatchJob*, std::string>> not_stored;  // members whose entry could not be installed, and why
+  std::vector<std::string> symbols;
   for (BatchJob* j : batch) {
+    if (!j->req->symbol.empty()) symbols.push_back(j->req->symbol);
+    std::string mtmp;
     try {
-      std::string mtmp = cache_subdir(std::string(kLayout) + "/tmp") + "/member-" + unique_suffix();
+      mtmp = cache_subdir(std::string(kLayout) + "/tmp") + "/member-" + unique_suffix();
       make_private_dirs(mtmp);
       if (::link((tmp + "/batch.so").c_str(), (mtmp + "/kernel.so").c_str()) != 0)
         write_file(mtmp + "/kernel.so", binary);  // no hard links here: a copy
       write_file(mtmp + "/" + j->hint + ".cpp", j->req->source);
-      write_file(mtmp + "/meta", meta_text(binary, j->hint + ".cpp", batch.size()));
+      write_file(mtmp + "/meta", meta_text(binary, j->hint + ".cpp", j->key, batch.size()));
       if (install_entry(dir, j->key, mtmp) && first_entry.empty()) first_entry = entry_dir_in(dir, j->key);
-    } catch (...) {
-      j->error = std::current_exception();
+    } catch (const std::exception& e) {
+      if (!mtmp.empty()) remove_tree(mtmp);
+      not_stored.emplace_back(j, e.what());
     }
   }
   try {
     // Every job's symbol is in this binary, whether or not its own entry was installed by this call.
-    shared = Module::load(first_entry.empty() ? tmp + "/batch.so" : first_entry + "/kernel.so");
+    shared = load_with_symbols(dir, first_entry.empty() ? tmp + "/batch.so" : first_entry + "/kernel.so", symbols);
   } catch (...) {
     for (BatchJob* j : batch) j->error = std::current_exception();
   }
@@ -345,6 +358,8 @@ void build_batch(const std::string& dir, const std::vector<BatchJob*>& batch, co
       j->error = nullptr;
     }
   }
+  if (shared)  // those members run from the batch's binary all the same
+    for (auto& [j, why] : not_stored) note_not_stored(j->hint, why, shard_dir_in(dir, j->key));
   remove_tree(tmp);  // the entries keep the binary (hard links or copies); a mapping outlives its file
 }
 
@@ -388,7 +403,7 @@ std::string module_cache_key(const std::string& source) { return compute_key(sou
 
 std::string module_entry_dir(const std::string& key) { return entry_dir_in(cache_dir(), key); }
 
-CompileResult compile_module(const std::string& source, const std::string& name_hint) {
+CompileResult compile_module(const std::string& source, const std::string& name_hint, const std::string& symbol) {
   auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   std::string hint = sanitize_hint(name_hint);
@@ -399,7 +414,7 @@ CompileResult compile_module(const std::string& source, const std::string& name_
   std::string key = compute_key(source, headers);
 
   if (env_flag("AUTOFUSE_FORCE_DISABLE_CACHES")) {
-    auto m = compile_uncached(source, hint, key, include_dir);
+    auto m = compile_uncached(dir, source, hint, key, include_dir, symbol_list(symbol));
     return {m, false, elapsed()};
   }
 
@@ -419,7 +434,7 @@ CompileResult compile_module(const std::string& source, const std::string& name_
   }
   try {
     bool hit = false;
-    auto m = load_or_build(dir, key, source, hint, include_dir, &hit);
+    auto m = load_or_build(dir, key, source, hint, include_dir, symbol_list(symbol), &hit);
     promise.set_value(m);
     return {m, hit, elapsed()};
   } catch (...) {
@@ -443,7 +458,7 @@ std::vector<ModuleOutcome> compile_modules(const std::vector<ModuleRequest>& req
     auto work = [&] {
       for (size_t i; (i = next++) < requests.size();) {
         try {
-          out[i].result = compile_module(requests[i].source, requests[i].name_hint);
+          out[i].result = compile_module(requests[i].source, requests[i].name_hint, requests[i].symbol);
         } catch (...) {
           out[i].error = std::current_exception();
         }
@@ -494,7 +509,7 @@ std::vector<ModuleOutcome> compile_modules(const std::vector<ModuleRequest>& req
       g_loaded.emplace(j.mkey, j.promise.get_future().share());
     }
     try {
-      if ((j.module = load_entry(dir, j.key))) {
+      if ((j.module = load_entry(dir, j.key, symbol_list(j.req->symbol)))) {
         j.hit = true;
         continue;
       }
@@ -553,8 +568,8 @@ void set_cache_install_hook(std::function<void(const std::string& tmp, const std
 }
 
 CacheStats cache_stats() {
-  return CacheStats{g_compiles.load(), g_disk_hits.load(), g_memory_hits.load(), g_rebuilt.load(),
-                    g_compiler_runs.load()};
+  return CacheStats{g_compiles.load(), g_disk_hits.load(),     g_memory_hits.load(),
+                    g_rebuilt.load(),  g_compiler_runs.load(), g_not_stored.load()};
 }
 
 void reset_cache_stats() {
@@ -563,6 +578,7 @@ void reset_cache_stats() {
   g_memory_hits = 0;
   g_rebuilt = 0;
   g_compiler_runs = 0;
+  g_not_stored = 0;
 }
 
 void clear_memory_cache() {

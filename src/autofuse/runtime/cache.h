@@ -23,30 +23,38 @@ struct CompileResult {
 
 /// Process-wide counters since start or the last reset_cache_stats(): kernel sources compiled (a batch of n sources
 /// compiled in one compiler run counts n), loads from disk, modules found already loaded in this process, disk
-/// entries found corrupt (bad size/checksum, or dlopen failed) and rebuilt, and compiler processes run. A lookup
-/// counts in exactly one of compiles, disk_hits and memory_hits: one that compiled, then lost the install to another
-/// thread or process and loaded that entry instead, is a compile.
+/// entries found corrupt (bad size/checksum, meta of another key, dlopen failed, or the expected symbol missing) and
+/// rebuilt, compiler processes run, and sources compiled but not stored because their entry could not be installed
+/// (`not_stored`: e.g. a file where the entry's shard directory should be; the module was loaded from a temporary
+/// copy). A lookup counts in exactly one of compiles, disk_hits and memory_hits: one that compiled, then lost the
+/// install to another thread or process and loaded that entry instead, is a compile.
 struct CacheStats {
-  int64_t compiles = 0, disk_hits = 0, memory_hits = 0, rebuilt_corrupt = 0, compiler_runs = 0;
+  int64_t compiles = 0, disk_hits = 0, memory_hits = 0, rebuilt_corrupt = 0, compiler_runs = 0, not_stored = 0;
 };
 
 /// Compiles C++ source into a shared object and loads it. The cache key hashes (SHA-256) everything that affects
 /// the binary: the source, the helper headers' names and contents, the compiler's path and `--version`, the flags
 /// (kernel_compile_flags()) and the ISA. Lookup order: modules loaded by this process, then the disk cache entry
-/// (size and checksum verified, then dlopen; a bad entry is removed and rebuilt), then the compiler. Entries are
+/// (size, checksum and the key recorded in meta verified, then dlopen, then `symbol` looked up when not empty; an
+/// entry failing any check is moved aside, counted in rebuilt_corrupt and rebuilt), then the compiler. Entries are
 /// built in a private temporary directory and installed by one atomic rename, so concurrent threads and processes
-/// compiling the same source all succeed. name_hint (sanitised) names the source file, for debugging.
+/// compiling the same source all succeed. An entry that cannot be installed (a file where its shard directory should
+/// be, ...) is loaded from the temporary build instead, counted in not_stored, and warned about on stderr once per
+/// process and directory. name_hint (sanitised) names the source file, for debugging.
 /// AUTOFUSE_FORCE_DISABLE_CACHES=1 skips both caches and compiles afresh.
-/// Throws CompileError (compiler output, kept source path), CacheDirError, or std::runtime_error if loading fails.
-CompileResult compile_module(const std::string& source, const std::string& name_hint);
+/// Throws CompileError (compiler output, kept source path), CacheDirError (the cache root or its v1/tmp cannot be
+/// used), or ModuleLoadError if the freshly built module does not load or lacks `symbol`.
+CompileResult compile_module(const std::string& source, const std::string& name_hint, const std::string& symbol = "");
 
 /// One source for compile_modules. `shared_prefix`: how many leading bytes of `source` are a preamble that other
 /// requests may share (0: none); requests whose preambles are byte-identical may be compiled in one translation unit,
 /// so the rest of each source must be valid C++ inside a namespace of its own and their extern "C" names distinct.
+/// `symbol`: the extern "C" name the module must export ("" : not checked), as compile_module's.
 struct ModuleRequest {
   std::string source;
   std::string name_hint;
   size_t shared_prefix = 0;
+  std::string symbol;
 };
 
 /// compile_modules' outcome for one request: the result, or the exception compile_module would have thrown.

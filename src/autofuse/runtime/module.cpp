@@ -10,7 +10,7 @@ std::shared_ptr<Module> Module::load(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    throw std::runtime_error("cannot load kernel module " + path + ": " + (err ? err : "unknown dlopen error"));
+    throw ModuleLoadError("cannot load kernel module " + path + ": " + (err ? err : "unknown dlopen error"));
   }
   return std::shared_ptr<Module>(new Module(path, handle));
 }
@@ -26,7 +26,7 @@ void* Module::find_symbol(const std::string& name) const {
 
 void* Module::symbol(const std::string& name) const {
   void* p = find_symbol(name);
-  if (p == nullptr) throw std::runtime_error("kernel module " + path_ + " has no symbol '" + name + "'");
+  if (p == nullptr) throw ModuleLoadError("kernel module " + path_ + " has no symbol '" + name + "'");
   return p;
 }
 

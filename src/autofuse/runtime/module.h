@@ -2,21 +2,29 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace autofuse {
+
+/// A shared object that does not load (dlopen failed), or a loaded one that lacks a symbol asked for: the kernel's
+/// binary exists but cannot be used. Distinct from CompileError (the compiler failed), so a message can say which.
+class ModuleLoadError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// A shared object loaded with dlopen (RTLD_NOW | RTLD_LOCAL). Kernels are looked up by their extern "C" name.
 /// The object stays loaded for the life of the Module; modules handed out by compile_module() are also kept by the
 /// in-memory cache, so in practice they stay loaded until the process exits.
 struct Module {
-  /// Loads the shared object at path. Throws std::runtime_error with dlerror()'s text if it cannot be loaded.
+  /// Loads the shared object at path. Throws ModuleLoadError with dlerror()'s text if it cannot be loaded.
   static std::shared_ptr<Module> load(const std::string& path);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  /// Address of an exported symbol. Throws std::runtime_error naming the symbol and the file if it is absent.
+  /// Address of an exported symbol. Throws ModuleLoadError naming the symbol and the file if it is absent.
   void* symbol(const std::string& name) const;
   /// Like symbol(), but nullptr when absent.
   void* find_symbol(const std::string& name) const;

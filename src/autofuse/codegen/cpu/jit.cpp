@@ -6,7 +6,7 @@
 namespace autofuse {
 
 JitKernel jit_compile(const std::string& source, const std::string& func, const std::string& name_hint) {
-  CompileResult r = compile_module(source, name_hint);
+  CompileResult r = compile_module(source, name_hint, func);  // an entry lacking func is rebuilt
   JitKernel jk;
   jk.entry = r.module->symbol(func);
   jk.module = std::shared_ptr<void>(r.module, r.module.get());  // aliasing: keeps the Module (and its .so) alive
