@@ -1,11 +1,13 @@
 // Tests of damaged kernel cache entries that pass the size and checksum check (another key's files: rebuilt, counted
 // in rebuilt_corrupt) and of entries that cannot be stored (a file where the shard directory should be: the module
-// still loads, from a temporary copy, counted in not_stored, with one accurate warning). Review 18, finding 7.
+// still loads, from a temporary copy, counted in not_stored, with one accurate warning). Review 18, finding 7; a file
+// in place of v1/kernels itself gives one warning naming that path, not one per shard (review 18b, finding 4).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "autofuse/runtime/cache.h"
 #include "autofuse/runtime/cache_dir.h"
@@ -157,6 +159,49 @@ TEST_F(CacheEntries, BatchMemberWhoseShardIsAFileStillRuns) {
   const bool same_shard = module_cache_key(reqs[1].source).compare(0, 2, module_cache_key(reqs[0].source), 0, 2) == 0;
   EXPECT_EQ(cache_stats().not_stored, same_shard ? 2 : 1);
   EXPECT_NE(err.find(shard + " is not a directory"), std::string::npos) << err;
+}
+
+/// How many times `needle` occurs in `text`.
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+TEST_F(CacheEntries, FileInPlaceOfKernelsDirectoryWarnsOnceNamingIt) {
+  // Before the fix each kernel of another shard printed its own warning naming v1/kernels/<xx> (a single shard).
+  const std::vector<std::string> names = {"lambda", "mu", "nu", "xi"};
+  const std::string kernels = dir_ + "/v1/kernels";
+  std::filesystem::create_directories(dir_ + "/v1");
+  write_file(kernels, "x\n");  // a stray file where the kernels directory belongs
+  testing::internal::CaptureStderr();
+  for (size_t i = 0; i < names.size(); ++i) {
+    CompileResult r = compile_module(named_source(names[i], 10 + static_cast<int>(i)), names[i], "af_" + names[i]);
+    EXPECT_EQ(call(r, names[i], 1), 11 + static_cast<int>(i)) << names[i];
+    EXPECT_FALSE(r.cache_hit) << names[i];
+  }
+  // A batch: its members are not stored either, and the warning is not repeated.
+  const std::string pre = "// shared preamble\n";
+  std::vector<ModuleRequest> reqs = {{pre + named_source("omicron", 1), "omicron", pre.size(), "af_omicron"},
+                                     {pre + named_source("pi", 2), "pi", pre.size(), "af_pi"},
+                                     {pre + named_source("rho", 3), "rho", pre.size(), "af_rho"}};
+  std::vector<ModuleOutcome> out = compile_modules(reqs, 1);
+  std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(out.size(), 3u);
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_FALSE(out[i].error) << i;
+    EXPECT_EQ(call(out[i].result, reqs[i].name_hint, 1), 2 + static_cast<int>(i));
+  }
+  EXPECT_EQ(cache_stats().not_stored, 7);
+  EXPECT_EQ(count_of(err, "cannot be stored in the kernel cache"), 1u) << err;
+  EXPECT_EQ(count_of(err, "autofuse: warning"), 1u) << err;
+  EXPECT_NE(err.find("kernel 'lambda' was compiled but cannot be stored"), std::string::npos) << err;
+  EXPECT_NE(err.find(kernels + " is not a directory, and every entry belongs under it, so no kernel can be stored: "
+                               "every kernel runs natively"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find(kernels + "/"), std::string::npos) << err;  // names no shard
+  EXPECT_FALSE(std::filesystem::is_directory(kernels));
 }
 
 }  // namespace

@@ -86,6 +86,25 @@ def test_file_in_place_of_a_shard_costs_only_that_kernels_entry(tmp_path):
 
 
 @pytest.mark.skipif(not backend.has_native_kernels(), reason="no native kernels in this build")
+def test_file_in_place_of_the_kernels_directory_warns_once_naming_it(tmp_path):
+    """Review 18b, finding 4: with a file at v1/kernels every kernel printed its own warning naming its shard
+    (v1/kernels/<xx>) as if only that shard were unusable. One warning now names v1/kernels and says every kernel
+    is affected; the kernels still run natively."""
+    cache = tmp_path / "cache"
+    (cache / "v1").mkdir(parents=True)
+    kernels = cache / "v1" / "kernels"
+    kernels.write_text("x\n")
+    stats, err = run_child(cache)
+    assert stats["ok"] and stats["native"] == 2, (stats, err[-3000:])
+    assert stats["compiles"] == 2 and stats["not_stored"] == 2 and stats["disk_hits"] == 0, stats
+    assert err.count("cannot be stored in the kernel cache") == 1, err[-3000:]
+    assert f"{kernels} is not a directory, and every entry belongs under it, so no kernel can be stored: every kernel runs natively" in err, err[-3000:]
+    assert f"{kernels}/" not in err, err[-3000:]  # no shard named
+    assert "ATen" not in err, err[-3000:]
+    assert kernels.is_file()
+
+
+@pytest.mark.skipif(not backend.has_native_kernels(), reason="no native kernels in this build")
 def test_a_module_that_does_not_load_is_not_called_a_compile_failure(monkeypatch):
     """The warning said 'kernel k0 failed to compile' when a compiled (or cached) module did not load or lacked its
     symbol: nothing had failed to compile. A ModuleLoadError now reads 'could not be loaded'."""

@@ -119,19 +119,33 @@ std::string compute_key(const std::string& source, const HeaderSet& headers) {
   return h.hex_digest();
 }
 
-/// Counts a source compiled but not stored (not_stored) and says so on stderr, once per process for each `place`
-/// (the directory that could not take the entry: one stray file blocks every key of its shard).
-void note_not_stored(const std::string& hint, const std::string& reason, const std::string& place) {
+/// Counts a source compiled but not stored (not_stored) and says so on stderr, once per process for each blocking
+/// path: the file standing where v1, v1/kernels or the shard of `key` under `dir` should be (blocking_path), or the
+/// shard itself when no such file is found (the directories could not be made). A file in place of a shard blocks
+/// the keys of that shard only, and the warning gives `reason`; one in place of v1/kernels or v1 blocks every kernel,
+/// and the warning says so, naming that path (not `reason`, which names the first kernel's shard).
+void note_not_stored(const std::string& hint, const std::string& reason, const std::string& dir,
+                     const std::string& key) {
   ++g_not_stored;
+  const std::string shard = shard_dir_in(dir, key);
+  std::string place = blocking_path(dir, key);
+  if (place.empty()) place = shard;
   static std::mutex mu;
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(mu);
   if (!said.insert(place).second) return;
-  std::fprintf(stderr,
-               "autofuse: warning: kernel '%s' was compiled but cannot be stored in the kernel cache: %s; it runs "
-               "natively from a temporary copy, and each process compiles it (and any other kernel whose entry "
-               "belongs in %s) again until that is fixed\n",
-               hint.c_str(), reason.c_str(), place.c_str());
+  if (place == shard)
+    std::fprintf(stderr,
+                 "autofuse: warning: kernel '%s' was compiled but cannot be stored in the kernel cache: %s; it runs "
+                 "natively from a temporary copy, and each process compiles it (and any other kernel whose entry "
+                 "belongs in %s) again until that is fixed\n",
+                 hint.c_str(), reason.c_str(), place.c_str());
+  else
+    std::fprintf(stderr,
+                 "autofuse: warning: kernel '%s' was compiled but cannot be stored in the kernel cache: %s is not a "
+                 "directory, and every entry belongs under it, so no kernel can be stored: every kernel runs natively "
+                 "from a temporary copy, and each process compiles all of them again until that path is fixed\n",
+                 hint.c_str(), place.c_str());
 }
 
 /// Compiles source in a fresh temporary directory; returns that directory (holding kernel.so and the source).
@@ -236,7 +250,7 @@ std::shared_ptr<Module> load_or_build(const std::string& dir, const std::string&
       installed = install_entry(dir, key, tmp);
     } catch (const CacheDirError& e) {  // this entry cannot be stored: the kernel still runs, from the build
       auto m = load_from_temp(dir, tmp, symbols);
-      note_not_stored(hint, e.what(), shard_dir_in(dir, key));
+      note_not_stored(hint, e.what(), dir, key);
       return m;
     }
     if (!installed) continue;  // another thread or process installed it first: use theirs
@@ -359,7 +373,7 @@ void build_batch(const std::string& dir, const std::vector<BatchJob*>& batch, co
     }
   }
   if (shared)  // those members run from the batch's binary all the same
-    for (auto& [j, why] : not_stored) note_not_stored(j->hint, why, shard_dir_in(dir, j->key));
+    for (auto& [j, why] : not_stored) note_not_stored(j->hint, why, dir, j->key);
   remove_tree(tmp);  // the entries keep the binary (hard links or copies); a mapping outlives its file
 }
 

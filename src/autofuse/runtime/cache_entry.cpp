@@ -93,13 +93,18 @@ std::string shard_dir_in(const std::string& dir, const std::string& key) {
   return entry.substr(0, entry.rfind('/'));
 }
 
-std::string blocking_file_note(const std::string& dir, const std::string& key) {
+std::string blocking_path(const std::string& dir, const std::string& key) {
   const std::string shard = shard_dir_in(dir, key);
   for (const std::string& p : {dir + "/" + kCacheLayout, dir + "/" + kCacheLayout + "/kernels", shard}) {
     struct stat st;
-    if (::lstat(p.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) return " (" + p + " is not a directory)";
+    if (::lstat(p.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) return p;
   }
   return "";
+}
+
+std::string blocking_file_note(const std::string& dir, const std::string& key) {
+  const std::string p = blocking_path(dir, key);
+  return p.empty() ? "" : " (" + p + " is not a directory)";
 }
 
 }  // namespace autofuse

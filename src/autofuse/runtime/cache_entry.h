@@ -46,8 +46,12 @@ std::shared_ptr<Module> load_with_symbols(const std::string& dir, const std::str
 std::shared_ptr<Module> load_from_temp(const std::string& dir, const std::string& tmp,
                                        const std::vector<std::string>& symbols);
 
-/// " (PATH is not a directory)" for the first of v1, v1/kernels and the shard of `key` under `dir` that exists but
-/// is not a directory; "" when none is. For the message when an entry cannot be installed.
+/// The first of v1, v1/kernels and the shard of `key` under `dir` that exists but is not a directory (the path that
+/// keeps `key`'s entry from being installed); "" when none is.
+std::string blocking_path(const std::string& dir, const std::string& key);
+
+/// " (PATH is not a directory)" for blocking_path(dir, key); "" when that is empty. For the message when an entry
+/// cannot be installed.
 std::string blocking_file_note(const std::string& dir, const std::string& key);
 
 }  // namespace autofuse
