@@ -2,7 +2,7 @@
 // and a mean of the same input taken from the var's accumulators, ValuePlacement::var_of_mean):
 // - rows and columns whose values are all equal have var exactly 0 and mean exactly that value (eager's Welford
 //   gives both; the plain two-pass gave ~1e-14 and a mean off by a few f32 ulps: make fuzz-kernels seed 1796094210);
-// - a layer_norm of such rows is exactly 0 before its affine;
+// - a layer_norm of such rows is exactly 0 before its affine; also in the VectorRows tiling (short rows);
 // - data that is constant up to a few ulps has the var of its deviations (the plain two-pass was off by factors
 //   there), never below 0 (std never NaN);
 // - the pairing is made only where it adds no pass (no reduction depends on the mean), and a paired kernel matches
@@ -18,6 +18,7 @@
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/parser.h"
 #include "autofuse/schedule/loop_nest.h"
+#include "autofuse/tiling/tiling_function.h"
 #include "kernel_test_util.h"
 
 namespace autofuse {
@@ -86,6 +87,28 @@ TEST(KernelVarExact, ConstantRowsAndColumnsHaveVarZeroAndTheirMean) {
             ASSERT_EQ(out[2].get_double(i), stored) << what << ": mean";
           });
         }
+      }
+    }
+  }
+}
+
+TEST(KernelVarExact, ShortRowsAcrossLanesToo) {
+  // The VectorRows tiling (short rows, one row per lane: the permuted nest's column form) of var / std / mean and of
+  // layer_norm over constant rows of 3..33 elements.
+  kernel_testing::TilingRestore restore;
+  force_tiling_kind(TilingKind::VectorRows);
+  for (const std::string dt : {"f32", "bf16"}) {
+    auto vm = Kernel::compile(parse_graph(var_mean_ir(1, dt)));
+    auto ln = Kernel::compile(parse_graph(with_dtype(kLayerNormIR, dt)));
+    for (int64_t len : {int64_t{3}, int64_t{8}, int64_t{33}}) {
+      HostTensor x = constant_tensor(float_dtype_of(dt), 40, len, -0.40513);
+      const double stored = x.get_double({0, 0});
+      auto out = run_poisoned(*vm, {x});
+      auto y = run_poisoned(*ln, {x});
+      for (int64_t r = 0; r < 40; ++r) {
+        ASSERT_EQ(out[0].get_double({r}), 0.0) << dt << " length " << len;
+        ASSERT_EQ(out[2].get_double({r}), stored) << dt << " length " << len;
+        for (int64_t c = 0; c < len; ++c) ASSERT_EQ(y[0].get_double({r, c}), 0.0) << dt << " length " << len;
       }
     }
   }
