@@ -138,9 +138,67 @@ def aliasing_outputs(L: Lowerer, values: Sequence[Optional[int]]) -> List[Option
     memo: Dict[int, int] = {}
     out: List[Optional[int]] = []
     for v, r in zip(values, found):
-        shared = r is not None and r[1] and (roots[r[0]] > 1 or L.g.nodes[r[0]].op == "input")
-        out.append(_unfold(L, v, memo) if shared else v)
+        shared = r is not None and (roots[r[0]] > 1 or L.g.nodes[r[0]].op == "input")
+        if shared and r[1]:
+            v = _unfold(L, v, memo)
+        out.append(_lift_broadcast(L, v) if shared else v)
     return out
+
+
+def _view_chain(L: Lowerer, v: int) -> Optional[List[int]]:
+    """The IR view ops from ``v`` down to the value whose storage it shares, lowest first; None when one of them
+    reads a constant operand besides its input."""
+    from .lowering import IR_VIEW_OPS
+
+    g, chain = L.g, []
+    while g.nodes[v].op in IR_VIEW_OPS:
+        if len(g.nodes[v].inputs) != 1:
+            return None
+        chain.append(v)
+        v = g.nodes[v].inputs[0]
+    return chain[::-1]
+
+
+def _lift_broadcast(L: Lowerer, v: int) -> int:
+    """``v`` with a ``broadcast_to`` inside its chain of views moved to the top: ``slice(broadcast_to(r))`` becomes
+    ``broadcast_to(slice(r))`` (a slice of a broadcast axis only shortens the broadcast), ``permute(broadcast_to(r))``
+    becomes ``broadcast_to(permute(r))``. A broadcast is computed inside the kernels that read it, so a view of one
+    was a buffer of its own (``return y, y[:, None].expand(-1, 2, -1)[1:]``: strides (8, 4, 1), review 18b finding
+    2); on top of the chain it is the program's ``.expand`` of a view of ``r`` (program_layout.expand_outputs), with
+    eager's zero strides and storage offset. ``v`` itself when no broadcast lies below another view, or when a
+    reshape lies above one (an expanded tensor's reshape may be a copy in eager)."""
+    g = L.g
+    chain = _view_chain(L, v)
+    if not chain:
+        return v
+    low = next((i for i, u in enumerate(chain) if g.nodes[u].op == "broadcast_to"), None)
+    if low is None or low == len(chain) - 1:
+        return v
+    b = g.nodes[chain[low]].inputs[0]
+    target = list(g.nodes[chain[low]].shape)
+    for u in chain[low + 1:]:
+        n, bn = g.nodes[u], g.nodes[b]
+        lead = len(target) - len(bn.shape)
+        if n.op == "broadcast_to":
+            target = list(n.shape)
+        elif n.op == "slice":
+            a = n.attrs["axis"]
+            if a >= lead and bn.shape[a - lead] == target[a]:  # an axis of b's own: slice b
+                shape = list(bn.shape)
+                shape[a - lead] = n.shape[a]
+                b = L.add("slice", [b], dict(n.attrs, axis=a - lead), bn.dtype, shape)
+            target[a] = n.shape[a]
+        elif n.op == "permute":
+            if lead:  # b's rank made the broadcast's by leading unit dims first
+                shape = [1] * lead + list(bn.shape)
+                b = L.add("reshape", [b], {"shape": shape}, bn.dtype, shape)
+            dims = list(n.attrs["dims"])
+            shape = [g.nodes[b].shape[d] for d in dims]
+            b = L.add("permute", [b], {"dims": dims}, bn.dtype, shape)
+            target = [target[d] for d in dims]
+        else:
+            return v
+    return L.add("broadcast_to", [b], {"shape": target}, g.nodes[b].dtype, tuple(target))
 
 
 def _aten_targets(*names: str) -> frozenset:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+import sympy
 import torch
 
 from .lowering import Lowerer, Unsupported, register
@@ -133,8 +134,25 @@ def _slice(L: Lowerer, node) -> int:
     start = args[2] if args[2] is not None else node.kwargs.get("start")
     end = args[3] if args[3] is not None else node.kwargs.get("end")
     step = args[4] if args[4] is not None else node.kwargs.get("step", 1)
-    s, e = _bounds(L.node(x).shape[axis], start, end, int(step))
+    size = L.node(x).shape[axis]
+    if _to_end_of_symbolic(size, start, end, step, L.shape_of(node)[axis]):
+        return _slice_node(L, x, axis, start, size, 1)  # ``x[..., k:]``: the fake result proves k <= size
+    s, e = _bounds(size, start, end, int(step))
     return _slice_node(L, x, axis, s, e, int(step))
+
+
+def _to_end_of_symbolic(size, start, end, step, length) -> bool:
+    """Whether a slice ``[start:]`` (step 1, a non-negative int start) of an axis of symbolic ``size`` has the fake
+    result length ``size - start``: tracing proved ``start <= size`` under the guards Dynamo installs, so the slice is
+    ``[start, size)`` (``y.expand(...)[:, 1:]`` under dynamic shapes stays an IR view, as an aliased output needs)."""
+    if isinstance(size, int) or not isinstance(start, int) or start < 0 or step not in (None, 1):
+        return False
+    if end is not None and not (isinstance(end, int) and end >= _TO_END):
+        return False
+    try:
+        return sympy.expand(sympy.sympify(length) - (size - start)) == 0
+    except (TypeError, ValueError, sympy.SympifyError):
+        return False
 
 
 @register(aten.narrow.default)

@@ -4,7 +4,9 @@
 both. The lowering folds a unit-dim reshape of a computed value into the value itself (lowering_unit_reshape.py: no
 host step, one kernel), which made the unsqueeze a second buffer the kernel wrote. An output whose storage root is
 shared with another output is now rebuilt as a view (``aliasing_outputs``), and a unit reshape below a view op that
-may stay an ATen call (``as_strided``, a slice of a symbolic axis) is not folded (``keep_views``). Each case compares
+may stay an ATen call (``as_strided``, a slice of a symbolic axis) is not folded (``keep_views``). A view of an
+expand (``y[:, None].expand(-1, 2, -1)[1:]``) has the broadcast moved to the top of its chain (``_lift_broadcast``),
+so the program returns ``.expand`` of a view of y (review 18b finding 2). Each case compares
 with eager which outputs share storage (with each other and the input), every output's sizes, strides and storage
 offset, the values, and the values after an in-place update of the first output; static and dynamic shapes.
 """
@@ -49,6 +51,14 @@ CASES = {
     "where, unsqueeze": ((4, 3), lambda x: (lambda y: (y, y.unsqueeze(0)))(torch.where(x > 0, x, x * 2))),
     "cast, unsqueeze": ((4, 3), lambda x: (lambda y: (y, y[None]))(x.double())),
     "input view": ((4, 3), lambda x: (x.unsqueeze(0), x.exp())),
+    # a view of a broadcast was a buffer of its own: the broadcast now sits on top (review 18b finding 2)
+    "y[:, None].expand.slice": ((4, 3), _with(lambda y: (y[:, None].expand(-1, 2, -1)[1:],))),
+    "unsqueeze(1).expand.slice": ((4, 3), _with(lambda y: (y.unsqueeze(1).expand(-1, 2, -1)[1:],))),
+    "unsqueeze.expand.slice(1)": ((4, 3), _with(lambda y: (y.unsqueeze(0).expand(3, -1, -1)[:, 1:],))),
+    "unsqueeze.expand.slice broadcast axis": ((4, 3), _with(lambda y: (y.unsqueeze(0).expand(3, -1, -1)[1:],))),
+    "unsqueeze.expand.permute": ((4, 3), _with(lambda y: (y.unsqueeze(0).expand(2, -1, -1).permute(2, 0, 1),))),
+    "keepdim sum, expand.slice": ((4, 3), lambda x: (lambda s: (s, s.expand(-1, 3)[1:]))(x.sum(1, keepdim=True))),
+    "var, unsqueeze.expand.slice": ((4, 3), lambda x: (lambda s: (s, s[:, None].expand(-1, 2)[1:]))(x.var(1))),
 }
 
 
@@ -83,7 +93,10 @@ def test_output_aliases_match_eager(monkeypatch, name):
 
 
 @pytest.mark.parametrize("name", ["unsqueeze", "y[:, None]", "squeeze(1)", "unsqueeze.expand", "unsqueeze.slice",
-                                  "keepdim sum, squeeze", "two unsqueezes only"])
+                                  "keepdim sum, squeeze", "two unsqueezes only", "y[:, None].expand.slice",
+                                  "unsqueeze(1).expand.slice", "unsqueeze.expand.slice(1)",
+                                  "unsqueeze.expand.slice broadcast axis", "unsqueeze.expand.permute",
+                                  "keepdim sum, expand.slice", "var, unsqueeze.expand.slice"])
 def test_output_aliases_match_eager_dynamic(monkeypatch, name):
     monkeypatch.setenv("AUTOFUSE_STRICT", "1")
     shape, fn = CASES[name]
