@@ -48,18 +48,21 @@ def _compiled_twice(compiled, x0, w0):
     return x.grad, w.grad
 
 
+def _assert_eager_grads(got, x0, w0):
+    """``got`` = (x.grad, w.grad) of two backward passes equals eager's two passes."""
+    for g, e in zip(got, _eager_grads(x0, w0)):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("aot_cache", ["0", "1"])
 def test_retain_graph_then_second_backward(monkeypatch, tmp_path, aot_cache):
     monkeypatch.setenv("AUTOFUSE_STRICT", "1")
     monkeypatch.setenv("AUTOFUSE_AOT_CACHE", aot_cache)
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     x0, w0 = _inputs()
-    ex, ew = _eager_grads(x0, w0)
     for attempt in range(2):  # with the cache on, the second compile loads the entry the first one stored
         torch._dynamo.reset()
-        gx, gw = _compiled_twice(torch.compile(loss_fn, backend="autofuse"), x0, w0)
-        torch.testing.assert_close(gx, ex, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(gw, ew, rtol=1e-5, atol=1e-6)
+        _assert_eager_grads(_compiled_twice(torch.compile(loss_fn, backend="autofuse"), x0, w0), x0, w0)
     if aot_cache == "1":
         from torch._dynamo.utils import counters
 
@@ -74,10 +77,7 @@ def test_retain_graph_after_a_plain_backward(monkeypatch):
     torch._dynamo.reset()
     compiled = torch.compile(loss_fn, backend="autofuse")
     compiled(x0.clone().requires_grad_(True), w0.clone().requires_grad_(True)).backward()  # same guards: no recompile
-    gx, gw = _compiled_twice(compiled, x0, w0)
-    ex, ew = _eager_grads(x0, w0)
-    torch.testing.assert_close(gx, ex, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(gw, ew, rtol=1e-5, atol=1e-6)
+    _assert_eager_grads(_compiled_twice(compiled, x0, w0), x0, w0)
 
 
 def test_retain_graph_with_dynamic_shapes(monkeypatch):
@@ -87,10 +87,7 @@ def test_retain_graph_with_dynamic_shapes(monkeypatch):
     compiled = torch.compile(loss_fn, backend="autofuse", dynamic=True)
     for n in (4, 7):
         x0, w0 = _inputs(n)
-        gx, gw = _compiled_twice(compiled, x0, w0)
-        ex, ew = _eager_grads(x0, w0)
-        torch.testing.assert_close(gx, ex, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(gw, ew, rtol=1e-5, atol=1e-6)
+        _assert_eager_grads(_compiled_twice(compiled, x0, w0), x0, w0)
 
 
 def test_autograd_grad_retain_graph(monkeypatch):
