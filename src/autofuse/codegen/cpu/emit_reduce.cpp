@@ -1,8 +1,9 @@
 // The CPU emitter's reduction accumulators: the update of each accumulator per vector, and the reduced values after
 // a pass (horizontal sums, the mean's and var's divisions, the corrected two-pass var and its paired means).
 //
-// var and std use the corrected two-pass formula (Chan, Golub and LeVeque, "Algorithms for computing the sample
-// variance: analysis and recommendations", The American Statistician 37(3), 1983, eq. 1.7): the mean pass gives mu,
+// var and std of float32 / float64 values (not of float16 / bfloat16 ones: needs_deviation_sum) use the corrected
+// two-pass formula (Chan, Golub and LeVeque, "Algorithms for computing the sample variance: analysis and
+// recommendations", The American Statistician 37(3), 1983, eq. 1.7): the mean pass gives mu,
 // the second pass sums d = x - mu and d^2, and var = (sum d^2 - (sum d)^2 / n) / (n - correction), clamped at 0; the
 // mean a layer_norm centres with (a mean of the same input, ValuePlacement::var_of_mean) is mu + (sum d) / n. On data
 // whose values are all equal, every d is the same exact difference (the f32 mean's rounding error), so the two terms
