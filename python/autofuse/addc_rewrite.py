@@ -59,7 +59,7 @@ def _same_source(*nodes) -> bool:
     return len(traces) == 1 and bool(next(iter(traces)))
 
 
-def _opmath(t: torch.Tensor) -> torch.Tensor:
+def _widened(t: torch.Tensor) -> torch.Tensor:
     """``t`` in the type eager's addcmul / addcdiv kernels compute in: float32 for float16 / bfloat16."""
     return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
 
@@ -68,14 +68,14 @@ def addcmul_tensor_value(x: torch.Tensor, t1: torch.Tensor, t2: torch.Tensor, va
     """``torch.addcmul(x, t1, t2, value=value)`` for a 0-d tensor ``value``, which the whole op does not take while
     AOTAutograd traces: x + (value t1) t2 in float32 for float16 / bfloat16 tensors, rounded once to x's dtype (the
     whole op's decomposition, with a Python number, computes the same). Tensors of one dtype (``_tensor_value``)."""
-    return (_opmath(x) + (value * _opmath(t1)) * _opmath(t2)).to(x.dtype)
+    return (_widened(x) + (value * _widened(t1)) * _widened(t2)).to(x.dtype)
 
 
 def addcdiv_tensor_value(x: torch.Tensor, t1: torch.Tensor, t2: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     """``torch.addcdiv(x, t1, t2, value=value)`` for a 0-d tensor ``value``: x + (value t1) / t2 in float32 for
     float16 / bfloat16 tensors, rounded once (eager's order: measured bit-identical on 10^5 elements of float16,
     bfloat16 and float32, where x + value (t1 / t2) differed on 11 % of the float32 ones)."""
-    return (_opmath(x) + (value * _opmath(t1)) / _opmath(t2)).to(x.dtype)
+    return (_widened(x) + (value * _widened(t1)) / _widened(t2)).to(x.dtype)
 
 
 def _tensor_value(value, tensors) -> bool:
