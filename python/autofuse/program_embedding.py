@@ -31,9 +31,10 @@ def _gather_fn() -> Optional[Callable]:
 GATHER_ROWS_FN = _gather_fn()
 
 
-def embedding_lines(lg, v: int, alloc: Callable[[int], str]) -> Optional[List[str]]:
+def embedding_lines(lg, v: int, alloc: Callable[[int], List[str]]) -> Optional[List[str]]:
     """Program lines computing extern node ``v`` (an ``aten.embedding`` call) with the C++ gather: the output's
-    allocation (``alloc(v)``: a contiguous tensor of the node's shape and dtype) and ``GR(weight, indices, out)``;
+    allocation (``alloc(v)``: the lines allocating a contiguous tensor of the node's shape and dtype) and
+    ``GR(weight, indices, out)``;
     None when the node is not an embedding the gather covers (it then stays an ATen call): the gather is
     unavailable, the weight is not a 2-d tensor or the indices not int64 / int32 tensors of the program."""
     n = lg.nodes[v]
@@ -49,4 +50,4 @@ def embedding_lines(lg, v: int, alloc: Callable[[int], str]) -> Optional[List[st
     if not (isinstance(wval, torch.Tensor) and wval.dim() == 2 and isinstance(ival, torch.Tensor)
             and ival.dtype in (torch.int64, torch.int32) and wval.device.type == "cpu"):
         return None
-    return [alloc(v), f"    GR(v{w}, v{idx}, v{v})  # {fx.name} (C++ row gather)"]
+    return alloc(v) + [f"    GR(v{w}, v{idx}, v{v})  # {fx.name} (C++ row gather)"]

@@ -8,6 +8,7 @@
 
 #include "autofuse/runtime/host_gather.h"
 #include "autofuse/runtime/host_openmp.h"
+#include "autofuse/runtime/huge_pages.h"
 #include "autofuse/runtime/runtime.h"
 #include "autofuse/support/env.h"
 #include "autofuse/tiling/machine.h"
@@ -150,6 +151,17 @@ void bind_runtime(nb::module_& m) {
       "Compile C++ source to a loaded module through the kernel cache; raises CompileError with the compiler's "
       "output. symbol: an extern \"C\" name the module must export (a cache entry lacking it is rebuilt; a fresh "
       "build lacking it raises ModuleLoadError)");
+  m.def(
+      "advise_huge_pages",
+      [](uintptr_t ptr, int64_t nbytes) { return advise_huge_pages(reinterpret_cast<void*>(ptr), nbytes); },
+      nb::arg("ptr"), nb::arg("nbytes"),
+      "Advise the 2 MiB-aligned part of [ptr, ptr + nbytes) as transparent huge pages (madvise MADV_HUGEPAGE) "
+      "before its first write; returns the bytes advised, 0 when AUTOFUSE_HUGE_PAGES=0, THP is off, the range holds "
+      "no aligned huge page or madvise fails (runtime/huge_pages.h). Never raises; the data is not changed.");
+  m.def(
+      "huge_page_min_bytes", [] { return kHugePageMinBytes; },
+      "The smallest buffer (bytes) the generated program advises as huge pages (32 MiB, glibc's largest mmap "
+      "threshold)");
   m.def(
       "gather_rows",
       [](nb::handle table, nb::handle indices, nb::handle out) {

@@ -44,6 +44,7 @@ BAD = [
     ("AUTOFUSE_ROUND_AT_STORE", "sometimes", "1 (the default)"),
     ("AUTOFUSE_WARM_START", "x", "0 (the default)"),
     ("AUTOFUSE_AOT_CACHE", "off please", "1 (the default)"),
+    ("AUTOFUSE_HUGE_PAGES", "huge", "1 (the default)"),
     ("AUTOFUSE_NUM_THREADS", "-1", "the CPU count ("),
     ("AUTOFUSE_NUM_THREADS", "two", "the CPU count ("),
     ("AUTOFUSE_COMPILE_THREADS", "0", "the CPU count ("),
@@ -53,7 +54,7 @@ BAD = [
 #: Read by the C++ side (the CLI reads them too).
 CPP_READ = {"AUTOFUSE_DEBUG", "AUTOFUSE_STRICT", "AUTOFUSE_FORCE_DISABLE_CACHES", "AUTOFUSE_REPROBE",
             "AUTOFUSE_EMULATE_PRECISION_CASTS", "AUTOFUSE_FUSE_CONCAT", "AUTOFUSE_ROUND_AT_STORE",
-            "AUTOFUSE_NUM_THREADS", "AUTOFUSE_THREADS",
+            "AUTOFUSE_HUGE_PAGES", "AUTOFUSE_NUM_THREADS", "AUTOFUSE_THREADS",
             "AUTOFUSE_ISA"}
 
 

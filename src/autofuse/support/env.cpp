@@ -103,13 +103,13 @@ int cpu_count() {
 }
 
 void check_environment() {
-  // Booleans and their defaults (README's table; AUTOFUSE_FUSE_CONCAT, AUTOFUSE_AOT_CACHE and AUTOFUSE_ROUND_AT_STORE
-  // are on by default).
+  // Booleans and their defaults (README's table; AUTOFUSE_FUSE_CONCAT, AUTOFUSE_AOT_CACHE, AUTOFUSE_ROUND_AT_STORE
+  // and AUTOFUSE_HUGE_PAGES are on by default).
   static const std::pair<const char*, bool> kBools[] = {
       {"AUTOFUSE_DEBUG", false},         {"AUTOFUSE_STRICT", false},     {"AUTOFUSE_FORCE_DISABLE_CACHES", false},
       {"AUTOFUSE_PROFILE", false},       {"AUTOFUSE_REPROBE", false},    {"AUTOFUSE_EMULATE_PRECISION_CASTS", false},
       {"AUTOFUSE_FUSE_CONCAT", true},    {"AUTOFUSE_WARM_START", false}, {"AUTOFUSE_AOT_CACHE", true},
-      {"AUTOFUSE_ROUND_AT_STORE", true},
+      {"AUTOFUSE_ROUND_AT_STORE", true}, {"AUTOFUSE_HUGE_PAGES", true},
   };
   for (const auto& [name, fallback] : kBools) env_bool(name, fallback);
   const std::string cpus = std::to_string(cpu_count());
