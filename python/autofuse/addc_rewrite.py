@@ -7,17 +7,18 @@ they have a ``value`` keyword (so that a tensor ``value`` needs no ``.item()`` g
     x.addcdiv_(t1, t2, value=v)      ->  q = torch.div(t1, t2);  r = prims.fma(q, v, x);  x.copy_(r)
     torch.addcdiv(x, t1, t2, value=v) ->  q = torch.div(t1, t2);  m = torch.mul(q, v);  r = torch.add(x, m)
 
-Eager's addcmul / addcdiv kernels compute ``x + v * t1 * t2`` and ``x + v * t1 / t2`` in float32 for float16 /
-bfloat16 tensors (v read in float32, the products in that order) and round once; Dynamo's parts are separate ops on
-the tensor's dtype, so ``t1 * t2`` (or ``t1 / t2``), the scaled value and the sum were each rounded to float16 /
-bfloat16 (prims.fma has no lowering and ran in ATen, as ``a * b + c`` on float16), and float32 computed ``(t1 * t2)
-* v`` instead of eager's ``(v * t1) * t2`` (review 18: 10 % of float16 ``addcmul_(y, y, value=0.1)`` elements one ulp
-off eager, each further from float64; Adam's ``exp_avg_sq.addcmul_(g, g, value=1 - beta2)`` and ``p.addcdiv_(m,
-d, value=-lr)`` are these ops). This pass replaces the parts with ``torch.addcmul`` / ``torch.addcdiv`` (the
-``copy_`` stays: AOTAutograd turns it into the input mutation), whose decomposition (torch._refs) upcasts to float32
-and rounds once, under both precision policies: eager's bits. A 0-d tensor ``value``, which the whole op does not
-take while AOTAutograd traces, gets ``addcmul_tensor_value`` / ``addcdiv_tensor_value`` instead: the same computation
-written out.
+Eager's addcmul / addcdiv kernels compute ``fma(v * t1, t2, x)`` (a fused multiply-add) and ``x + (v * t1) / t2`` in
+float32 for float16 / bfloat16 tensors (v read in float32, the products in that order) and round once; Dynamo's parts
+are separate ops on the tensor's dtype, so ``t1 * t2`` (or ``t1 / t2``), the scaled value and the sum were each
+rounded to float16 / bfloat16 (prims.fma has no lowering and ran in ATen, as ``a * b + c`` on float16), and float32
+computed ``(t1 * t2) * v`` instead of eager's ``(v * t1) * t2`` (review 18: 10 % of float16 ``addcmul_(y, y,
+value=0.1)`` elements one ulp off eager, each further from float64; Adam's ``exp_avg_sq.addcmul_(g, g, value=1 -
+beta2)`` and ``p.addcdiv_(m, d, value=-lr)`` are these ops). This pass replaces the parts with ``torch.addcmul`` /
+``torch.addcdiv`` (the ``copy_`` stays: AOTAutograd turns it into the input mutation). addcdiv's decomposition
+(torch._refs) upcasts to float32 and rounds once, under both precision policies; addcmul is kept whole
+(decompositions.KEEP_FOR_ROUNDING) and lowered to the IR's ``fma``: eager's bits, for float32 / float64 too. A 0-d
+tensor ``value``, which the whole op does not take while AOTAutograd traces, gets ``addcmul_tensor_value`` /
+``addcdiv_tensor_value`` instead: the same computation written out.
 
 Only Dynamo's own chains are matched: every part has one user and all parts carry the same ``stack_trace`` (one
 source position, including its column range: Dynamo made them while tracing one call). A user's own ``torch.add(x,
@@ -66,9 +67,11 @@ def _widened(t: torch.Tensor) -> torch.Tensor:
 
 def addcmul_tensor_value(x: torch.Tensor, t1: torch.Tensor, t2: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     """``torch.addcmul(x, t1, t2, value=value)`` for a 0-d tensor ``value``, which the whole op does not take while
-    AOTAutograd traces: x + (value t1) t2 in float32 for float16 / bfloat16 tensors, rounded once to x's dtype (the
-    whole op's decomposition, with a Python number, computes the same). Tensors of one dtype (``_tensor_value``)."""
-    return (_widened(x) + (value * _widened(t1)) * _widened(t2)).to(x.dtype)
+    AOTAutograd traces: ``addcmul(x, value * t1, t2)`` with value 1, in float32 for float16 / bfloat16 tensors and
+    rounded once to x's dtype, i.e. eager's fused multiply-add ``fma(value * t1, t2, x)`` (value rounded to the
+    compute type as eager's ``value.item()`` is; the lowering of aten.addcmul builds the IR's fma). Tensors of one
+    dtype (``_tensor_value``)."""
+    return torch.addcmul(_widened(x), value * _widened(t1), _widened(t2)).to(x.dtype)
 
 
 def addcdiv_tensor_value(x: torch.Tensor, t1: torch.Tensor, t2: torch.Tensor, value: torch.Tensor) -> torch.Tensor:

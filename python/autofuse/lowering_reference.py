@@ -95,6 +95,10 @@ def eval_node(lg: LoweredGraph, i: int, env: Dict[int, Any], bindings: Dict[str,
         return torch.arange(start, start + length * step, step, dtype=dt)[:length]
     if n.op == "cast":
         return ins[0].to(dt)
+    if n.op == "fma":
+        # a * b + c rounded once: eager's addcmul with value 1 is exactly that on CPU (fma(1 * t1, t2, self), in
+        # float32 for float16 / bfloat16; docs/precision.md)
+        return torch.addcmul(ins[2], ins[0], ins[1])
     if n.op == "where":
         return torch.where(ins[0], ins[1], ins[2])
     if n.op == "clamp":

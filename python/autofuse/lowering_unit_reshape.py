@@ -28,7 +28,7 @@ from .lowering import Lowerer
 from .lowering_reference import _BINARY, _UNARY
 
 #: Ops rebuilt with a new shape: elementwise (their operands broadcast NumPy-style).
-ELEMENTWISE = set(_UNARY) | set(_BINARY) | {"where", "cast", "clamp"}
+ELEMENTWISE = set(_UNARY) | set(_BINARY) | {"fma", "where", "cast", "clamp"}
 #: Reductions whose keepdim=True form can become keepdim=False.
 REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "any", "all", "argmax", "argmin", "var"}
 #: How many elementwise ops deep a reshape is pushed towards the inputs.

@@ -93,6 +93,11 @@ class Gen {
     switch (kind) {
       case 0:
       case 1: {
+        if (fl && coin(rng_, 0.2)) {  // fma: one rounding in kernels (an FMA instruction) and in the interpreter
+          const V c = pick(pool_, rng_);
+          pool_.push_back({add(OpKind::Fma, {a.id, b.id, c.id}), ex && c.exact});
+          break;
+        }
         OpKind op = pick(std::vector<OpKind>{OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Maximum, OpKind::Minimum,
                                              OpKind::Fmax, OpKind::Fmin},
                          rng_);

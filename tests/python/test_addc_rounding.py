@@ -1,14 +1,15 @@
-"""addcmul / addcdiv (in place and out of place) round once, as eager does (review 18, finding 1).
+"""addcmul / addcdiv (in place and out of place) give eager's bits (review 18, finding 1; session 19).
 
 With a ``value`` keyword Dynamo records ``addcmul_`` / ``addcdiv_`` as ``mul`` / ``div`` + ``prims.fma`` + ``copy_``
 and ``torch.addcdiv`` as ``div`` + ``mul`` + ``add``; on float16 / bfloat16 each part was rounded to the dtype
 (``addcmul_(y, y, value=0.1)``: 10 % of the elements one ulp off eager, every one further from float64).
-``autofuse.addc_rewrite`` puts the whole op back; its decomposition computes in float32 and rounds once.
+``autofuse.addc_rewrite`` puts the whole op back.
 
-Eager's addcdiv is ``x + (v * t1) / t2`` in float32, rounded once: ours gives its bits. Eager's addcmul is a fused
-multiply-add ``fma(v * t1, t2, x)`` (measured, torch 2.13: 0 of 200000 float16 / bfloat16 elements differ from that
-model, 21 / 55 from the unfused one); the IR has no fused multiply-add, so ours is the unfused ``x + (v * t1) * t2``
-in float32, rounded once: its bits are checked, and eager's to within a few elements in 10^4 (either direction).
+Eager's addcdiv is ``x + (v * t1) / t2`` (float32 for float16 / bfloat16), rounded once: its decomposition gives those
+bits. Eager's addcmul is a fused multiply-add ``fma(v * t1, t2, x)`` in every dtype (measured, torch 2.13, on every
+element: vectorized body, tails, strided and broadcast inputs); it is kept whole (decompositions.KEEP_FOR_ROUNDING) and
+lowered to the IR's ``fma``. Before (unfused ``x + (v * t1) * t2``): 9593-30059 of 100003 float32 / float64 elements
+differed from eager for values 0.1, 0.5, 1, 3, -3.7, and 10-36 float16 / bfloat16 ones for 0.1 and -3.7; now 0.
 """
 
 from __future__ import annotations
@@ -22,13 +23,18 @@ needs_native = pytest.mark.skipif(not backend.has_native_kernels(), reason="need
 
 LOWP = [torch.float16, torch.bfloat16]
 LOWP_IDS = ["f16", "bf16"]
+FLOATS = LOWP + [torch.float32, torch.float64]
+FLOAT_IDS = LOWP_IDS + ["f32", "f64"]
 
 
-def _inputs(dtype, n=10000, seed=18):
+def _inputs(dtype, n=100003, seed=18):
+    """x, y, z of n elements (an odd count: kernels and eager end in a tail); float64 values are drawn in float64
+    (float32 values would make every product exact there, hiding the rounding of the unfused form)."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, generator=g).to(dtype)
-    y = torch.randn(n, generator=g).to(dtype)
-    z = (torch.rand(n, generator=g) + 0.5).to(dtype)
+    wide = torch.float64 if dtype == torch.float64 else torch.float32
+    x = torch.randn(n, generator=g, dtype=wide).to(dtype)
+    y = torch.randn(n, generator=g, dtype=wide).to(dtype)
+    z = (torch.rand(n, generator=g, dtype=wide) + 0.5).to(dtype)
     return x, y, z
 
 
@@ -60,11 +66,12 @@ ADDCMUL = {
 @needs_native
 @pytest.mark.parametrize("emulate", ["0", "1"])
 @pytest.mark.parametrize("value", [0.1, -3, 1])
-@pytest.mark.parametrize("dtype", LOWP + [torch.float32], ids=LOWP_IDS + ["f32"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
 @pytest.mark.parametrize("name", sorted(ADDCDIV))
 def test_addcdiv_is_eagers_bits(name, dtype, value, emulate, monkeypatch):
     """Before the rewrite: f16 / bf16 value 0.1 ~10 % of the elements differed (each further from float64), f32
-    ~7.5 % (Dynamo's ``(t1 / t2) * v`` instead of eager's ``(v * t1) / t2``)."""
+    ~7.5 % (Dynamo's ``(t1 / t2) * v`` instead of eager's ``(v * t1) / t2``). Eager's addcdiv is not fused: the
+    decomposition's ``x + (v * t1) / t2`` is its formula in float64 too."""
     monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
     fn = ADDCDIV[name]
     x, y, z = _inputs(dtype)
@@ -75,20 +82,62 @@ def test_addcdiv_is_eagers_bits(name, dtype, value, emulate, monkeypatch):
 
 @needs_native
 @pytest.mark.parametrize("emulate", ["0", "1"])
-@pytest.mark.parametrize("value", [0.1, -3])
-@pytest.mark.parametrize("dtype", LOWP, ids=LOWP_IDS)
+@pytest.mark.parametrize("value", [0.1, -3.7, 3, 1])
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
 @pytest.mark.parametrize("name", sorted(ADDCMUL))
-def test_addcmul_rounds_once(name, dtype, value, emulate, monkeypatch):
-    """``x + (v * y) * z`` in float32, rounded once (addcmul_ with value 0.1 rounded ``y * z``, the product with v
-    and the sum: 1072 of 10^4 f16 elements differed from eager); eager (fused multiply-add) within 10 elements."""
+def test_addcmul_is_eagers_bits(name, dtype, value, emulate, monkeypatch):
+    """Eager's fused multiply-add, bit for bit. Before (the unfused ``x + (v * y) * z``): 9593-30059 of 100003 f32 /
+    f64 elements differed (value 1: 28237 f32), 10-36 f16 / bf16 ones for 0.1 and -3.7 (a product with an integer
+    value is exact in float32 there)."""
     monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
     fn = ADDCMUL[name]
     x, y, z = _inputs(dtype)
-    eager = fn(x.clone(), y, z, value)
+    want = fn(x.clone(), y, z, value)
     got = _compiled(fn, x.clone(), y, z, value)
-    model = (x.float() + (value * y.float()) * z.float()).to(dtype)
-    _bits_equal(got, model, f"{name} {dtype} value={value} against the float32 model")
-    assert int((got != eager).sum()) <= 10, f"{name} {dtype}: {int((got != eager).sum())} of 10^4 differ from eager"
+    _bits_equal(got, want, f"{name} {dtype} value={value}")
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
+def test_addc_layouts_and_tails(op, dtype):
+    """Sizes 1, 7, 15, 17 (tails only) and 1000003, a strided self written in place with strided tensors, a
+    transposed tensor1 and broadcast [n, 1] x [7] operands: eager's bits in every case (before: ~25 % of the f32 /
+    f64 addcmul elements differed in each)."""
+    inplace = {"addcmul": lambda x, y, z: x.addcmul_(y, z, value=-0.3),
+               "addcdiv": lambda x, y, z: x.addcdiv_(y, z, value=-0.3)}[op]
+    outplace = {"addcmul": lambda x, y, z: torch.addcmul(x, y, z, value=0.7),
+                "addcdiv": lambda x, y, z: torch.addcdiv(x, y, z, value=0.7)}[op]
+    for n in (1, 7, 15, 17, 1000003):
+        x, y, z = _inputs(dtype, n=n, seed=n)
+        _bits_equal(_compiled(outplace, x, y, z), outplace(x, y, z), f"{op} {dtype} n={n}")
+    x, y, z = _inputs(dtype, n=4002, seed=3)
+    strided = lambda: (x.clone()[::2], y.reshape(2001, 2)[:, 1], z[1::2])  # noqa: E731
+    _bits_equal(_compiled(inplace, *strided()), inplace(*strided()), f"{op}_ {dtype} strided self and tensors")
+    args = (x[:4000].reshape(40, 100), y[:4000].reshape(100, 40).t(), z[:4000].reshape(40, 100))
+    _bits_equal(_compiled(outplace, *args), outplace(*args), f"{op} {dtype} transposed tensor1")
+    x, y, z = _inputs(dtype, n=7 * 1001, seed=4)
+    args = (x.reshape(1001, 7), y[:1001].reshape(1001, 1), z[:7])
+    _bits_equal(_compiled(outplace, *args), outplace(*args), f"{op} {dtype} broadcast [1001, 1] x [7]")
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int8], ids=["i32", "i64", "i8"])
+def test_integer_addcmul_wraps_like_eager(dtype):
+    """Integer addcmul stays exact integer arithmetic (mul, mul, add; no fma), wrapping as eager's does; a float value
+    on an integer tensor (eager truncates it) and a value out of the dtype's range (eager raises) stay with ATen."""
+    g = torch.Generator().manual_seed(7)
+    info = torch.iinfo(dtype)
+    x, y, z = (torch.randint(info.min, info.max, (1003,), generator=g, dtype=dtype) for _ in range(3))
+    fn = lambda x, y, z: torch.addcmul(x, y, z, value=3)  # noqa: E731
+    _bits_equal(_compiled(fn, x, y, z), fn(x, y, z), f"addcmul {dtype}")
+    torch._dynamo.reset()
+    fn = lambda x, y, z: torch.addcmul(x, y, z, value=2.5)  # noqa: E731
+    _bits_equal(torch.compile(fn, backend="autofuse")(x, y, z), fn(x, y, z), f"addcmul {dtype} value=2.5")
+    if dtype == torch.int8:
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="overflow"):
+            torch.compile(lambda x, y, z: torch.addcmul(x, y, z, value=300), backend="autofuse")(x, y, z)
 
 
 @needs_native
@@ -104,20 +153,18 @@ def test_addc_dynamic_value():
 
 @needs_native
 @pytest.mark.parametrize("value_dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("dtype", LOWP + [torch.float32], ids=LOWP_IDS + ["f32"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
 def test_zero_dim_tensor_value(dtype, value_dtype):
     """A 0-d tensor ``value`` (torch.optim's step size under torch.compile) is replaced by
-    addc_rewrite.addcdiv_tensor_value / addcmul_tensor_value: addcdiv_ gives eager's bits (before: 1761 / 1653 / 1179
-    of 10^4 f16 / bf16 / f32 elements differed, review 18b); addcmul_ its float32 model, rounded once."""
+    addc_rewrite.addcdiv_tensor_value / addcmul_tensor_value: eager's bits (addcdiv_ before: 1761 / 1653 / 1179 of
+    10^4 f16 / bf16 / f32 elements differed, review 18b; addcmul_ before this fma: 9675 of 100003 f32, 9580 f64,
+    14 f16, 30 bf16)."""
     x, y, z = _inputs(dtype)
     v = torch.tensor(-0.1, dtype=value_dtype)
     div = lambda x, y, z, v: x.addcdiv_(y, z, value=v)  # noqa: E731
     mul = lambda x, y, z, v: x.addcmul_(y, z, value=v)  # noqa: E731
     _bits_equal(_compiled(div, x.clone(), y, z, v), div(x.clone(), y, z, v), f"addcdiv_ {dtype} tensor value")
-    got = _compiled(mul, x.clone(), y, z, v)
-    model = (x.float() + (v.float() * y.float()) * z.float()).to(dtype) if dtype != torch.float32 else \
-        x + (v.float() * y) * z
-    _bits_equal(got, model, f"addcmul_ {dtype} tensor value against the float32 model")
+    _bits_equal(_compiled(mul, x.clone(), y, z, v), mul(x.clone(), y, z, v), f"addcmul_ {dtype} tensor value")
 
 
 def test_user_chain_is_not_rewritten():
@@ -153,8 +200,8 @@ def _adam_step(p, g, m, v, lr: float, b1: float, b2: float, eps: float, bc1: flo
 @pytest.mark.parametrize("emulate", ["0", "1"])
 def test_bf16_adam_step_matches_eager(emulate, monkeypatch):
     """Adam's update (torch.optim's single-tensor form) on bfloat16, three steps. Before the rewrite 1322 of the 4096
-    second moments differed from eager (979 further from float64); now 1 (addcmul's fused multiply-add, module doc).
-    Under AUTOFUSE_EMULATE_PRECISION_CASTS=1 the parameters are eager's too (were 21 off); by default the denominator
+    second moments differed from eager (979 further from float64); then 1 (addcmul's fused multiply-add, which the IR
+    lacked); now 0. Under AUTOFUSE_EMULATE_PRECISION_CASTS=1 the parameters are eager's too (were 21 off); by default the denominator
     chain ``sqrt(v) / c + eps`` rounds once (the policy), so a few parameters differ, no further from float64 in sum."""
     monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
     g0 = torch.Generator().manual_seed(5)
@@ -171,9 +218,40 @@ def test_bf16_adam_step_matches_eager(emulate, monkeypatch):
         state[name] = (p, m, v)
     (p, m, v), (pe, me, ve), (pr, _, _) = state["compiled"], state["eager"], state["f64"]
     assert int((m != me).sum()) == 0, "exp_avg (lerp_) differs from eager"
-    assert int((v != ve).sum()) <= 4, f"exp_avg_sq: {int((v != ve).sum())} of 4096 differ from eager"
+    assert int((v != ve).sum()) == 0, f"exp_avg_sq: {int((v != ve).sum())} of 4096 differ from eager"
     if emulate == "1":
         assert int((p != pe).sum()) <= 4, f"param: {int((p != pe).sum())} of 4096 differ from eager"
     else:
         err, err_eager = (p.double() - pr).abs().sum(), (pe.double() - pr).abs().sum()
         assert err <= err_eager * 1.001, f"param: summed error against float64 {err} > eager's {err_eager}"
+
+
+def _torch_adam(dtype, compiled: bool, steps: int = 3, n: int = 4096):
+    """Parameter, exp_avg and exp_avg_sq after ``steps`` single-tensor torch.optim.Adam steps (lr 1e-3), the step
+    compiled whole with Autofuse or not."""
+    g0 = torch.Generator().manual_seed(5)
+    p = torch.nn.Parameter(torch.randn(n, generator=g0).to(dtype))
+    grads = [(torch.randn(n, generator=g0) * 1e-2).to(dtype) for _ in range(steps)]
+    opt = torch.optim.Adam([p], lr=1e-3, foreach=False)
+    step = opt.step
+    if compiled:
+        torch._dynamo.reset()
+        step = torch.compile(opt.step, backend="autofuse")
+    for g in grads:
+        p.grad = g.clone()
+        step()
+    state = opt.state[p]
+    return p.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
+
+
+@needs_native
+def test_f32_torch_optim_adam_second_moment_is_eagers():
+    """torch.optim.Adam on float32, its step compiled whole, three steps against the uncompiled step: exp_avg_sq
+    (``mul_(beta2).addcmul_(g, g, value=1 - beta2)``) is eager's bit for bit (before the fma: 879 of 4096 differed).
+    Measured, not asserted bitwise (session 19): exp_avg (``lerp_``) differs in 1610 of 4096 (eager's CPU lerp is a
+    fused multiply-add too, Autofuse's lowering is not; docs/precision.md) and the parameters in 1222, as many as
+    under ``backend="eager"`` (1223): torch.optim computes the update differently when compiled."""
+    (p, m, v), (pe, me, ve) = _torch_adam(torch.float32, True), _torch_adam(torch.float32, False)
+    assert int((v != ve).sum()) == 0, f"exp_avg_sq: {int((v != ve).sum())} of 4096 differ from eager"
+    torch.testing.assert_close(m, me, rtol=1e-6, atol=1e-9)  # lerp: ulps of the gradients' scale
+    torch.testing.assert_close(p, pe, rtol=2.4e-7, atol=1.2e-7)  # an ulp or two at the parameters' scale

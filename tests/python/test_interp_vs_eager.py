@@ -195,6 +195,28 @@ def test_where(dt):
         assert_close(run_interp(text, [cc, x, y])[0], torch.where(cc, x, y), f"where({dt}) on {name}")
 
 
+@pytest.mark.parametrize("dt", FLOATS)
+def test_fma(dt):
+    """fma(a, b, c) against eager's fused multiply-add, ``torch.addcmul(c, a, b)`` (value 1: eager's CPU kernel is
+    fma(value * t1, t2, self), measured on every element; docs/precision.md): bit for bit on every triple of hard
+    values (fma(max, max, -inf) is -inf where the unfused sum is NaN), random triples and broadcast, transposed,
+    0-size and 0-d operands."""
+    rng = rng_for(f"fma-{dt}")
+    hv = hard_values(dt)
+    a = [x for x in hv for _ in hv for _ in hv] + list(random_values(dt, 300, rng, small=True))
+    b = [y for _ in hv for y in hv for _ in hv] + list(random_values(dt, 300, rng, small=True))
+    c = [z for _ in hv for _ in hv for z in hv] + list(random_values(dt, 300, rng, small=True))
+    x, y, z = to_tensor(a, dt), to_tensor(b, dt), to_tensor(c, dt)
+    cases = [("hard triples+random", x, y, z),
+             ("broadcast [3,1]x[4]x[]", x[-3:].reshape(3, 1), y[-4:], z[-1].clone()),
+             ("transposed", x[-12:].reshape(4, 3).t(), y[-12:].reshape(3, 4), z[-4:]),
+             ("0-size", x[:0].reshape(0, 1), y[-4:], z[-4:]),
+             ("0-d", x[-1].clone(), y[-1].clone(), z[-1].clone())]
+    for name, p, q, r in cases:
+        text = graph_text("fma", [(dt, tuple(t.shape)) for t in (p, q, r)])
+        assert_close(run_interp(text, [p, q, r])[0], torch.addcmul(r, p, q), f"fma({dt}) on {name}")
+
+
 def _scalar_text(v):
     if isinstance(v, float):
         return "nan" if v != v else ("inf" if v == float("inf") else "-inf" if v == float("-inf") else repr(float(v)))
@@ -463,7 +485,7 @@ def test_extern_is_refused():
         run_interp(text, [torch.zeros(3)])
 
 
-COVERED = (set(UNARY) | set(BINARY) | set(REDUCE_DTYPES) | {"where", "clamp", "cast"}
+COVERED = (set(UNARY) | set(BINARY) | set(REDUCE_DTYPES) | {"fma", "where", "clamp", "cast"}
            | {"broadcast_to", "reshape", "permute", "slice", "concat"} | {"constant", "full", "iota"}
            | {"input", "extern"})
 

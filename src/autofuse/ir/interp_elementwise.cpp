@@ -1,5 +1,5 @@
-// The interpreter's source and elementwise ops: constant, full, iota, the unary and binary ops, predicates, where,
-// clamp and cast. Inputs broadcast NumPy-style against the node's output sizes.
+// The interpreter's source and elementwise ops: constant, full, iota, the unary and binary ops, fma, predicates,
+// where, clamp and cast. Inputs broadcast NumPy-style against the node's output sizes.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -130,6 +130,16 @@ Value binary(const NodeContext& c, const Value& a, const Value& b) {
   return out;
 }
 
+/// fma(a, b, c) of floating values (the op's type rule refuses integers), rounded once to the policy's dtype.
+Value fma(const NodeContext& c, const Value& a, const Value& b, const Value& d) {
+  Value out = Value::zeros(c.node.dtype, c.out_sizes);
+  const DType t = a.dtype, rt = c.round_dtype(t);
+  broadcast_loop(c, {&a, &b, &d}, [&](int64_t k, const int64_t* o) {
+    out.f[k] = round_float(fma_float(a.f[o[0]], b.f[o[1]], d.f[o[2]], t), rt);
+  });
+  return out;
+}
+
 Value where(const NodeContext& c, const Value& cond, const Value& a, const Value& b) {
   Value out = Value::zeros(c.node.dtype, c.out_sizes);
   broadcast_loop(c, {&cond, &a, &b}, [&](int64_t k, const int64_t* o) {
@@ -202,6 +212,8 @@ Value eval_elementwise(const NodeContext& c, const std::vector<const Value*>& in
       return iota(c);
     case OpKind::Where:
       return where(c, *in[0], *in[1], *in[2]);
+    case OpKind::Fma:
+      return fma(c, *in[0], *in[1], *in[2]);
     case OpKind::Clamp:
       return clamp(c, *in[0]);
     case OpKind::Cast:

@@ -268,6 +268,11 @@ double binary_float(OpKind op, double a, double b, DType t) {
   }
 }
 
+double fma_float(double a, double b, double c, DType t) {
+  if (t == DType::Float64) return std::fma(a, b, c);
+  return std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c));
+}
+
 int64_t binary_int(OpKind op, int64_t a, int64_t b, DType t) {
   const int bits = int_bits(t);
   switch (op) {

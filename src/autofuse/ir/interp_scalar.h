@@ -53,6 +53,10 @@ bool predicate_int(OpKind op, int64_t x);
 /// Binary arithmetic op (add ... atan2, bitwise, shifts) on floating values of dtype t. Returns the value before
 /// rounding to t. Floor division follows eager's algorithm in t's compute type (f32 for f16/bf16/f32).
 double binary_float(OpKind op, double a, double b, DType t);
+/// fma(a, b, c) = a * b + c rounded once, in t's compute type: float for f16 / bf16 / f32 (the values are floats
+/// already: std::fma in float, not in double, which would round twice), double for f64. Eager's addcmul kernel
+/// computes this. Returns the value before rounding to t.
+double fma_float(double a, double b, double c, DType t);
 /// Binary arithmetic op on integer or bool values of dtype t; wrapping. Returns the value before wrapping to t.
 /// Throws IntegerDivisionByZero for floordiv, remainder or fmod by 0.
 int64_t binary_int(OpKind op, int64_t a, int64_t b, DType t);
