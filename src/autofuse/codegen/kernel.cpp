@@ -265,8 +265,8 @@ const Bindings* Kernel::exchange_given(const Bindings* g) {
 
 std::vector<std::vector<int64_t>> Kernel::output_sizes(const std::vector<HostTensor>& inputs,
                                                        const Bindings* given) const {
+  GivenScope scope(given);  // a concat kernel's given symbols too (bind_concat reads them through given_seed)
   if (concat_) return concat_output_sizes(inputs);
-  GivenScope scope(given);
   Bindings b = bind(inputs);
   std::vector<std::vector<int64_t>> out;
   for (ValueId o : graph_.outputs()) out.push_back(eval_shape(graph_.node(o).shape, b));

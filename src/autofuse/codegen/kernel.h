@@ -83,8 +83,9 @@ class Kernel {
   /// Size symbols the kernel evaluates but its input sizes do not determine (ir/bind_symbols.h unbound_symbols), in
   /// name order: a backward kernel whose only input is [s0*s1, 32] and whose output is [s0, s1, 32] needs s0 and s1.
   /// The caller passes their values to run() / output_sizes(); without them those throw IRError naming the symbol.
-  /// Empty for most kernels. (A concat kernel has none: its segments take such symbols from its own bindings, and it
-  /// is refused at compile when its inputs cannot bind them.)
+  /// Empty for most kernels. A concat kernel's are those its launch evaluates (output shapes, segment widths, what
+  /// its segments cannot bind) that its own input sizes do not determine: cat([x, t.expand(n, -1)]) has no input of
+  /// extent n; its segments take such symbols, and their widths, from its bindings.
   const std::vector<std::string>& given_symbols() const { return given_symbols_; }
   /// Every size symbol of the kernel's graph (Graph::symbols), in name order, computed once at construction: a
   /// caller's `given` value of any of them is taken as given (run, given_seed), read on every launch.

@@ -27,12 +27,17 @@ std::set<std::string> concat_launch_symbols(const Graph& g, const ConcatSplit& s
 }
 
 /// concat_launch_symbols and the symbols the segments `parts` take from the parent (their given symbols: a
-/// segment whose only input is the broadcast [1, 1, D] of a class token, written [s0, 1, D]).
+/// segment whose only input is the broadcast [1, 1, D] of a class token, written [s0, 1, D]), except the segments'
+/// width symbols (ConcatSegment::width_symbol), which the parent evaluates from the widths rather than binds.
 std::set<std::string> concat_need(const Graph& g, const ConcatSplit& split,
                                   const std::vector<std::shared_ptr<Kernel>>& parts) {
-  std::set<std::string> need = concat_launch_symbols(g, split);
+  std::set<std::string> need = concat_launch_symbols(g, split), widths;
+  for (const ConcatSegment& s : split.segments)
+    if (!s.width_symbol.empty()) widths.insert(s.width_symbol);
   for (const auto& p : parts)
-    if (p) need.insert(p->given_symbols().begin(), p->given_symbols().end());
+    if (p)
+      for (const std::string& sym : p->given_symbols())
+        if (!widths.count(sym)) need.insert(sym);
   return need;
 }
 
@@ -77,20 +82,21 @@ Kernel::Kernel(const Graph& g, std::shared_ptr<const ConcatParts> parts) : graph
   symbols_.assign(syms.begin(), syms.end());
   lanes_ = jit_lanes();
   precision_ = precision_policy_from_env();
+  // What the launch needs (output shapes, widths, the segments' given symbols) and the parent's inputs do not bind is
+  // the caller's to give, as for an ordinary kernel: cat([x, t.expand(n, -1)]) has the output [s0 + s1, D] and no
+  // input of extent s1.
+  given_symbols_ = unbound_symbols(g, concat_->need);
 }
 
 std::shared_ptr<Kernel> Kernel::build_concat(const Graph& g) {
   std::string why;
   auto split = plan_concat_split(g, &why);
   if (!split) throw IRError("kernel " + g.name() + ": " + why);
-  if (auto w = unbound_symbol_reason(g, concat_launch_symbols(g, *split)))
-    throw IRError("kernel " + g.name() + ": " + *w);
   std::vector<std::shared_ptr<Kernel>> parts;
   for (const ConcatSegment& s : split->segments) parts.push_back(build(s.graph));
-  // A segment whose own inputs cannot bind a symbol it evaluates takes it from the parent's bindings (run_concat);
-  // the parent must bind it from its input sizes (review 16a: the class-token segment of ViT's concat).
-  if (auto w = unbound_symbol_reason(g, concat_need(g, *split, parts)))
-    throw IRError("kernel " + g.name() + ": a segment's size symbol: " + *w);
+  // A segment whose own inputs cannot bind a symbol it evaluates takes it from the parent's bindings (run_concat):
+  // its width symbol from the parent's width, any other from what the parent binds from its input sizes (review 16a:
+  // the class-token segment of ViT's concat) or takes from its caller (review 19: the broadcast mask tokens of MAE).
   auto p = std::make_shared<const ConcatParts>(make_parts(g, std::move(*split), std::move(parts)));
   return std::shared_ptr<Kernel>(new Kernel(g, p));
 }
@@ -138,14 +144,17 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
   const bool caller_gave = given_bindings() != nullptr;
   bool segments_given = caller_gave;
   for (const auto& p : concat_->parts) segments_given = segments_given || !p->given_symbols_.empty();
-  Bindings b;
-  if (!concat_->const_widths || segments_given) b = bind_concat(inputs);
+  Bindings b;  // bind_concat throws, naming the symbol, when a given symbol of the parent was not given
+  if (!concat_->const_widths || segments_given || !given_symbols_.empty()) b = bind_concat(inputs);
   std::vector<int64_t> widths;
   if (concat_->const_widths) {
     widths = *concat_->const_widths;
   } else {
     for (const Expr& e : sp.widths) widths.push_back(e.eval(b));
   }
+  // Each segment's width symbol takes the width's value (a broadcast-only segment cannot bind it from its inputs).
+  for (size_t j = 0; j < sp.segments.size(); ++j)
+    if (!sp.segments[j].width_symbol.empty()) b[sp.segments[j].width_symbol] = widths[j];
   // The `given` bindings of a segment's prepare / run on this thread, restored at the end of the scope.
   struct SegmentGiven {
     const Bindings* saved;
@@ -172,7 +181,7 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
   std::vector<std::vector<int>> src(nseg);
   std::vector<std::vector<int64_t>> byte_off(nseg);
   std::vector<char> ready(nseg, 0);
-  bool cacheable = true;
+  bool cacheable = given_symbols_.empty();  // run() does not replay a kernel with given symbols from the cache
   auto slice_offset = [](const HostTensor& t, int dim, int64_t offset) {
     return dim < 0 ? int64_t{0} : offset * t.strides[static_cast<size_t>(dim)] * dtype_size(t.dtype);
   };

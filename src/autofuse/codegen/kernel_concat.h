@@ -20,7 +20,8 @@ struct Kernel::ConcatParts {
   /// Segment widths when all are constants (no symbol binding at launch), else nullopt.
   std::optional<std::vector<int64_t>> const_widths;
   /// The symbols the concat launch itself evaluates (output shapes, widths) and those segments take from it (their
-  /// given symbols), bound by Kernel::bind_concat.
+  /// given symbols other than their width symbols, which run_concat sets from the widths), bound by
+  /// Kernel::bind_concat from the input sizes and the caller's values of the kernel's given symbols.
   std::set<std::string> need;
 };
 

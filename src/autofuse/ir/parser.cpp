@@ -29,7 +29,7 @@ class Parser {
  public:
   Parser(std::string_view text, std::string_view file) : file_(file), toks_(tokenize(text, file_)) {}
 
-  Graph graph();
+  Graph graph(const VerifyOptions& vo = {});
   Expr whole_expr() {
     Expr e = expr();
     expect(Tok::End, "end of expression");
@@ -406,7 +406,7 @@ void Parser::node(Graph& g) {
   define(name, id);
 }
 
-Graph Parser::graph() {
+Graph Parser::graph(const VerifyOptions& vo) {
   expect_ident("graph");
   if (!at(Tok::Ident)) fail_expected("a graph name");
   Graph g(next().text);
@@ -429,7 +429,7 @@ Graph Parser::graph() {
   expect(Tok::End, "end of input after the graph");
   g.set_outputs(std::move(outs));
   try {
-    verify(g);
+    verify(g, vo);
   } catch (const VerifyError& e) {
     const Token& at = e.node() >= 0 && static_cast<size_t>(e.node()) < def_loc_.size() ? def_loc_[e.node()] : ret;
     fail(at, e.what());
@@ -440,6 +440,10 @@ Graph Parser::graph() {
 }  // namespace
 
 Graph parse_graph(std::string_view text, std::string_view filename) { return Parser(text, filename).graph(); }
+
+Graph parse_graph(std::string_view text, std::string_view filename, const VerifyOptions& options) {
+  return Parser(text, filename).graph(options);
+}
 
 Expr parse_expr(std::string_view text) { return Parser(text, "<expr>").whole_expr(); }
 

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "autofuse/ir/graph.h"
+#include "autofuse/ir/verifier.h"
 
 namespace autofuse {
 
@@ -46,6 +47,11 @@ class ParseError : public IRError {
 /// or verification error, with the location of the offending token (for verification errors found after parsing,
 /// the location of the node named in the message).
 Graph parse_graph(std::string_view text, std::string_view filename = "<input>");
+
+/// parse_graph, verified with `options` instead of the defaults: the sub-graph of a fusion group (a kernel's IR, as
+/// AUTOFUSE_DEBUG_DIR writes it) with VerifyOptions::output_shapes_bind, whose caller gives the symbols only its output
+/// sizes name (cat([x, t.expand(n, -1)]): the output [s0 + s1, D] and no input of extent s1).
+Graph parse_graph(std::string_view text, std::string_view filename, const VerifyOptions& options);
 
 /// Parse a size expression ("s0*s1 + 4", "floordiv(s0, 2)") into canonical form. Throws ParseError with file name
 /// "<expr>" on malformed text, division by a literal zero or int64 overflow.

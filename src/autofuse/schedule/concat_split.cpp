@@ -96,11 +96,17 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
   }
   // 3. A value as wide as a segment may only be read by values of that segment (or by the concat itself); every
   //    other value spans the whole concat axis (the concat's width N) or is broadcast along it.
+  //    An input nothing reads (fusion's size-only input, carrying a symbol for the launch to bind) is in no
+  //    segment: the parent binds from it (Kernel::bind_concat), whatever its sizes.
+  std::vector<bool> read(n, false);
+  for (size_t i = 0; i < n; ++i)
+    for (ValueId u : g.node(static_cast<ValueId>(i)).inputs) read[static_cast<size_t>(u)] = true;
+  for (ValueId o : g.outputs()) read[static_cast<size_t>(o)] = true;
   const Node& c0 = g.node(concats[0]);
   const Expr total = c0.shape[static_cast<size_t>(dim_of_axis(static_cast<int>(c0.shape.size()), r, D))];
   for (size_t i = 0; i < n; ++i) {
     const Node& nd = g.node(static_cast<ValueId>(i));
-    if (nd.op == OpKind::Concat || any_local[i]) continue;
+    if (nd.op == OpKind::Concat || any_local[i] || (nd.op == OpKind::Input && !read[i])) continue;
     if (!broadcast_along(static_cast<ValueId>(i))) {
       const Expr& w = nd.shape[static_cast<size_t>(dim_of_axis(static_cast<int>(nd.shape.size()), r, D))];
       if (sym_eq(w, total) != Tri::True)
@@ -137,13 +143,16 @@ std::optional<ConcatSplit> plan_concat_split(const Graph& g, std::string* why) {
     ConcatSegment seg;
     seg.graph = Graph(g.name() + "_seg" + std::to_string(j));
     // The segment's width along D: a constant stays one; an expression (s1 - floordiv(s1, 2) for rotate_half of an
-    // odd symbolic width) becomes a fresh symbol the segment kernel binds from its operands' sizes.
+    // odd symbolic width, or a plain s0) becomes a fresh symbol, which the segment kernel binds from its operands'
+    // sizes where they span the axis and is otherwise given by the parent (a broadcast-only source: its value is the
+    // parent's width expression, evaluated at launch).
     Expr width = split.widths[j];
     if (!width.as_const()) {
       const auto syms = g.symbols();
       std::string name = "cw" + std::to_string(j);
       while (syms.count(name)) name += "_";
       width = Expr::sym(name);
+      seg.width_symbol = name;
     }
     std::vector<ValueId> map(n, -1);
     try {

@@ -31,6 +31,10 @@ struct ConcatSegment {
   /// Per input of `graph`: the dim of the parent input sliced to this segment's range along the concat axis, or -1
   /// when the input is read whole (local to this segment, or broadcast along the axis).
   std::vector<int> input_dim;
+  /// The symbol standing for this segment's width along the concat axis in `graph` (`cw<j>`, a fresh name), or empty
+  /// when the width is a constant. The parent evaluates the width (ConcatSplit::widths) and gives the segment its value
+  /// (Kernel::run_concat), so a segment whose inputs have no extent along the axis (a broadcast) still knows it.
+  std::string width_symbol;
 };
 
 /// A kernel graph split along its concat axis (see the file comment).
