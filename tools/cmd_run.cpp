@@ -32,9 +32,14 @@ int cmd_run(const Args& args) {
     std::fprintf(stderr, "usage: autofuse run FILE [--shape SYM=N ...] [--seed K] [--repeat R]\n");
     return 2;
   }
-  Graph g = parse_graph(read_file(a.positional[0]), a.positional[0]);
   Bindings b;
   for (const auto& [name, v] : parse_shapes(a.get_all("shape"))) b[name] = v;
+  // Read as a kernel's IR (what AUTOFUSE_DEBUG_DIR's repro.af holds): a symbol only its outputs' sizes name, or one
+  // --shape gives, is the caller's to give (Kernel::given_symbols), here from --shape (else 8 like any other).
+  VerifyOptions vo;
+  vo.output_shapes_bind = true;
+  for (const auto& [name, v] : b) vo.given_symbols.insert(name);
+  Graph g = parse_graph(read_file(a.positional[0]), a.positional[0], vo);
   for (const auto& [name, v] : b)
     if (!g.symbols().count(name)) throw std::invalid_argument("--shape: the graph has no symbol '" + name + "'");
   for (const std::string& s : g.symbols()) b.emplace(s, 8);

@@ -1,8 +1,9 @@
 """Debug dumps of what the backend compiled.
 
 Switched on by ``AUTOFUSE_DEBUG_DIR=DIR``, or by the original Autofuse's form
-``AUTOFUSE_DFX_FLAGS="--codegen_compile_debug=true;--debug_dir=DIR"`` (debug_dir defaults to ./autofuse_debug when only
-codegen_compile_debug is given). With ``TORCH_COMPILE_DEBUG=1`` the same folders are also written under torch's
+``AUTOFUSE_DFX_FLAGS="--codegen_compile_debug=true;--debug_dir=DIR"``: there codegen_compile_debug=true is the switch
+and debug_dir only says where (./autofuse_debug when absent); ``--codegen_compile_debug=false`` or a debug_dir alone
+dumps nothing (the latter warns once), and so keeps the AOTAutograd cache on (aot_cache.enabled). With ``TORCH_COMPILE_DEBUG=1`` the same folders are also written under torch's
 debug directory (``torch_compile_debug/run_.../autofuse/``).
 
 Layout, per FX graph ``<graph>``::
@@ -37,11 +38,9 @@ def debug_dirs() -> List[str]:
     d = os.environ.get("AUTOFUSE_DEBUG_DIR")
     if d:
         dirs.append(d)
-    opts = dfx_flags()  # bad parts warn once (env.py)
-    if opts.get("debug_dir"):
-        dirs.append(opts["debug_dir"])
-    elif dfx_debug_on(opts):
-        dirs.append("autofuse_debug")
+    opts = dfx_flags()  # bad parts, and a debug_dir alone, warn once (env.py)
+    if dfx_debug_on(opts):  # the switch; debug_dir only says where (the original Autofuse's semantics)
+        dirs.append(opts.get("debug_dir") or "autofuse_debug")
     if os.environ.get("TORCH_COMPILE_DEBUG", "") not in ("", "0"):
         try:
             from torch._dynamo.utils import get_debug_dir
@@ -93,12 +92,27 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _example_bindings(record) -> Optional[str]:
-    lg = record.lowered
+def _ir_symbols(ir: str, graph_symbols) -> Optional[set]:
+    """The size symbols of a kernel's IR text, read as ``autofuse run`` reads it (a kernel's IR: its output sizes and
+    the symbols --shape gives may be bound nowhere else), or None when it cannot be parsed here (no native module)."""
+    try:
+        from . import _core as core  # type: ignore
+
+        return set(core.parse(ir, "kernel.af", output_shapes_bind=True, given_symbols=list(graph_symbols)).symbols)
+    except Exception:  # noqa: BLE001 - a debug aid: the caller then passes the graph's symbols
+        return None
+
+
+def _example_bindings(record, ir: str) -> str:
+    """``--shape SYM=N`` for the symbols of the kernel IR ``ir`` the graph's example call bound (``autofuse run``
+    rejects a symbol its file does not have: a kernel of a dynamic graph uses only some of the graph's symbols)."""
     vals = record.example_bindings
     if not vals:
-        return None
-    return " ".join(f"--shape {k}={v}" for k, v in vals.items() if k in lg.sym_sources)
+        return ""
+    graph_symbols = record.lowered.sym_sources
+    own = _ir_symbols(ir, graph_symbols)
+    keep = own if own is not None else graph_symbols
+    return " ".join(f"--shape {k}={v}" for k, v in vals.items() if k in keep)
 
 
 def dump_record(record, root: str) -> str:
@@ -124,9 +138,9 @@ def dump_record(record, root: str) -> str:
     _write(os.path.join(gdir, "summary.txt"), "\n".join(summary) + "\n")
     if lg is None:
         return gdir
-    shape_args = _example_bindings(record) or ""
     for s in record.kernels:
         ir = s.info.get("ir") or group_ir_text(lg, s) or "\n".join(lg.ir_text().splitlines()[i] for i in s.nodes)
+        shape_args = _example_bindings(record, ir)
         ops = [lg.nodes[i].op for i in s.nodes]
         kdir = os.path.join(gdir, kernel_folder_name(ops, ir))
         os.makedirs(kdir, exist_ok=True)

@@ -48,7 +48,9 @@ def cpu_count() -> int:
 def dfx_flags() -> Dict[str, str]:
     """AUTOFUSE_DFX_FLAGS (``"--codegen_compile_debug=true;--debug_dir=DIR"``, ``;`` or ``,`` separated) as
     {key: value}. A part that is not ``--KEY=VALUE`` with a known key, or a codegen_compile_debug that is not a
-    boolean, warns once and is ignored."""
+    boolean, warns once and is ignored. As in the original Autofuse, codegen_compile_debug switches the dump on and
+    debug_dir only says where it goes: a debug_dir without codegen_compile_debug warns once that nothing is dumped
+    (an explicit ``--codegen_compile_debug=false`` does not warn)."""
     raw = os.environ.get("AUTOFUSE_DFX_FLAGS", "")
     opts: Dict[str, str] = {}
     bad: List[str] = []
@@ -66,11 +68,16 @@ def dfx_flags() -> Dict[str, str]:
         _core.env_warn("AUTOFUSE_DFX_FLAGS", raw,
                        f"has parts that are not --codegen_compile_debug=BOOL or --debug_dir=DIR ({', '.join(bad)})",
                        "the other parts" if opts else "no debug dump")
+    if opts.get("debug_dir") and "codegen_compile_debug" not in opts:
+        _core.env_warn("AUTOFUSE_DFX_FLAGS", raw,
+                       "names --debug_dir without --codegen_compile_debug=true (debug_dir only says where the dump "
+                       "goes; codegen_compile_debug switches it on)", "no debug dump")
     return opts
 
 
 def dfx_debug_on(opts: Dict[str, str]) -> bool:
-    """Whether the parsed AUTOFUSE_DFX_FLAGS switch the dump on without naming a directory."""
+    """Whether the parsed AUTOFUSE_DFX_FLAGS switch the dump on (``--codegen_compile_debug=true``; its directory is
+    ``--debug_dir``, else ./autofuse_debug)."""
     return opts.get("codegen_compile_debug", "").lower() in _TRUE
 
 

@@ -189,9 +189,19 @@ void bind_ir(nb::module_& m) {
   bind_node(m);
   bind_graph(m);
   m.def(
-      "parse", [](const std::string& text, const std::string& filename) { return parse_graph(text, filename); },
-      nb::arg("text"), nb::arg("filename") = "<input>",
-      "Parse IR text into a verified Graph. Raises ParseError ('FILE:LINE:COL: error: ...').");
+      "parse",
+      [](const std::string& text, const std::string& filename, bool output_shapes_bind,
+         const std::vector<std::string>& given_symbols) {
+        VerifyOptions vo;
+        vo.output_shapes_bind = output_shapes_bind;
+        vo.given_symbols.insert(given_symbols.begin(), given_symbols.end());
+        return parse_graph(text, filename, vo);
+      },
+      nb::arg("text"), nb::arg("filename") = "<input>", nb::arg("output_shapes_bind") = false,
+      nb::arg("given_symbols") = std::vector<std::string>{},
+      "Parse IR text into a verified Graph. Raises ParseError ('FILE:LINE:COL: error: ...'). output_shapes_bind and "
+      "given_symbols relax the symbol rule as for a kernel's IR (ir/verifier.h VerifyOptions): symbols that output "
+      "sizes name, or that are listed, count as bound.");
   m.def(
       "verify", [](const Graph& g) { verify(g); }, nb::arg("graph"),
       "Check every IR rule; raises VerifyError naming the node.");

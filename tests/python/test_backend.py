@@ -213,12 +213,58 @@ def test_debug_dump(tmp_path, monkeypatch):
         assert " ok" in r.stdout
 
 
-def test_dfx_flags_form(tmp_path, monkeypatch):
+def test_debug_dump_repros_of_a_dynamic_graph(tmp_path, monkeypatch):
+    """Review 19 (finding 3): each kernel of a dynamic graph uses some of the graph's symbols; its repro.sh passed
+    every one (`--shape s0=6 ... --shape s5=3`) and `autofuse run` rejected the ones its IR lacks (exit 2). Now each
+    passes its own; the concat kernel's size s5 (no input of its own has it) is read back as a given symbol."""
+    import subprocess
+
+    from autofuse.debug import _cli_path
+
+    if not (backend.has_native_kernels() and os.access(_cli_path(), os.X_OK)):
+        pytest.skip("needs native kernels and the autofuse CLI")
+    monkeypatch.setenv("AUTOFUSE_DEBUG_DIR", str(tmp_path))
+
+    def f(x, i, y, t, n):
+        return (torch.softmax(x * 2, -1), x.gather(1, i), F.layer_norm(y, y.shape[-1:]),
+                torch.cat([y, t.expand(n.shape[0], -1)], 0) * 2)
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(6, 10, generator=g), torch.randint(0, 10, (6, 3), generator=g),
+            torch.randn(5, 12, generator=g), torch.randn(1, 12, generator=g), torch.randn(3, generator=g))
+    recs, _ = run_compiled(f, *args, dynamic=True)
+    graph_syms = set(recs[0].lowered.sym_sources)
+    scripts = sorted(tmp_path.rglob("repro.sh"))
+    assert len(scripts) >= 3
+    partial = 0
+    for sh in scripts:
+        text = sh.read_text()
+        passed = {a.split("=")[0] for a in text.split("--shape ")[1:]}
+        assert passed and passed <= graph_syms
+        partial += passed != graph_syms
+        r = subprocess.run(["sh", str(sh)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and " ok" in r.stdout, f"{sh.parent.name}\n{text}\n{r.stdout}{r.stderr}"
+    assert partial >= 2  # kernels that use only some of the graph's symbols were among them
+
+
+@pytest.mark.parametrize("flags,dirs", [
+    ("--codegen_compile_debug=true;--debug_dir={d}", ["{d}"]),
+    ("--codegen_compile_debug=true", ["autofuse_debug"]),  # the default directory
+    ("--codegen_compile_debug=false;--debug_dir={d}", []),  # review 19: an explicit false dumped into {d}
+    ("--debug_dir={d}", []),  # the original's semantics: debug_dir only says where (warned once, test_env_vars)
+    ("--codegen_compile_debug=False", []),
+])
+def test_dfx_flags_form(tmp_path, monkeypatch, flags, dirs):
+    """As in the original Autofuse, --codegen_compile_debug=true switches the dump on and --debug_dir says where; no
+    dump leaves torch's AOTAutograd cache on (a dump turns it off, aot_cache.enabled)."""
+    from autofuse import aot_cache
     from autofuse.debug import debug_dirs
 
-    monkeypatch.delenv("AUTOFUSE_DEBUG_DIR", raising=False)
-    monkeypatch.setenv("AUTOFUSE_DFX_FLAGS", f"--codegen_compile_debug=true;--debug_dir={tmp_path}")
-    assert str(tmp_path) in debug_dirs()
+    for k in ("AUTOFUSE_DEBUG_DIR", "TORCH_COMPILE_DEBUG", "AUTOFUSE_AOT_CACHE", "AUTOFUSE_FORCE_DISABLE_CACHES"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AUTOFUSE_DFX_FLAGS", flags.format(d=tmp_path))
+    assert debug_dirs() == [x.format(d=tmp_path) for x in dirs]
+    assert aot_cache.enabled() == (not dirs)
 
 
 def test_program_overhead_is_small():

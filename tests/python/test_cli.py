@@ -169,3 +169,16 @@ def test_fuse_with_an_unwritable_dot_path_fails_before_printing():
     r = run("fuse", SOFTMAX, "--dot", "/nonexistent-dir/x.svg")
     assert r.returncode == 1 and "/nonexistent-dir/x.svg" in r.stderr, r.stderr
     assert r.stdout == "", r.stdout
+
+
+def test_run_reads_a_kernel_whose_output_names_a_given_symbol(tmp_path):
+    """Review 19: the dumped IR of a kernel with a given symbol (cat([x, t.expand(n, -1)]): s1 only in the broadcast
+    and the output size) did not parse in `autofuse run` ("s1 is not bound by any graph input's shape"), so its
+    repro.sh failed. `run` reads its file as a kernel's IR: s1 comes from --shape (default 8)."""
+    f = tmp_path / "k.af"
+    f.write_text("graph k0(%x: f32[s0, s2], %t: f32[1, s2]) {\n  %b = broadcast_to(%t) {shape=[s1, s2]}\n"
+                 "  %c = concat(%x, %b) {axis=0}\n  return %c\n}\n")
+    for args in (("--shape", "s0=5", "--shape", "s1=3", "--shape", "s2=7"), ("--shape", "s1=0"), ()):
+        r = run("run", f, *args)
+        assert r.returncode == 0 and " ok" in r.stdout, (args, r.stdout + r.stderr)
+    assert "f32[8, 7]" in run("run", f, "--shape", "s0=5", "--shape", "s1=3", "--shape", "s2=7").stdout

@@ -115,6 +115,21 @@ def test_bad_dfx_flags_warn_once():
     assert "--codegen_compile_debug=perhaps, --dir=/tmp/x" in lines[0] and "; using no debug dump" in lines[0]
 
 
+def test_dfx_debug_dir_alone_warns_that_nothing_is_dumped(tmp_path):
+    """Review 19: debug_dir only says where the dump goes (codegen_compile_debug=true switches it on), so a debug_dir
+    alone dumps nothing and says so once; an explicit false says nothing."""
+    d = tmp_path / "dump"
+    r = _python(AUTOFUSE_DFX_FLAGS=f"--debug_dir={d}")
+    assert r.returncode == 0 and "CHILD-OK" in r.stdout, r.stderr[-3000:]
+    lines = _warnings(r.stderr, "AUTOFUSE_DFX_FLAGS")
+    assert len(lines) == 1, r.stderr
+    assert "without --codegen_compile_debug=true" in lines[0] and "; using no debug dump" in lines[0], lines[0]
+    r = _python(AUTOFUSE_DFX_FLAGS=f"--codegen_compile_debug=false;--debug_dir={d}")
+    assert r.returncode == 0 and "CHILD-OK" in r.stdout, r.stderr[-3000:]
+    assert _warnings(r.stderr, "AUTOFUSE_DFX_FLAGS") == [], r.stderr
+    assert not d.exists()
+
+
 def test_unusable_machine_dir_warns_once(tmp_path):
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("")

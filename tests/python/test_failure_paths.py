@@ -145,6 +145,16 @@ def test_dfx_flags_dump(tmp_path):
     assert res["ok"] and len(_dumped_kernels(tmp_path / "autofuse_debug")) == 2
 
 
+@pytest.mark.parametrize("flags", ["--codegen_compile_debug=false;--debug_dir={d}", "--debug_dir={d}",
+                                   "--codegen_compile_debug=false"])
+def test_dfx_flags_without_true_do_not_dump(tmp_path, flags):
+    """Review 19: debug_dir only says where the dump goes, codegen_compile_debug=true switches it on (the original
+    Autofuse's semantics); an explicit false, or a debug_dir alone, used to dump into debug_dir."""
+    res = run_child(tmp_path, AUTOFUSE_DFX_FLAGS=flags.format(d=tmp_path / "dfx"))
+    assert res["ok"] and len(res["compiled"]) == 2
+    assert not (tmp_path / "dfx").exists() and not (tmp_path / "autofuse_debug").exists()
+
+
 def test_torch_compile_debug_dump(tmp_path):
     res = run_child(tmp_path, TORCH_COMPILE_DEBUG=1)
     assert res["ok"] and len(res["compiled"]) == 2
