@@ -102,12 +102,14 @@ TEST(Tiling, DecisionsSatisfyConstraints) {
           ASSERT_LT(c.split_axis, n.rank);
           EXPECT_TRUE(n.is_reduce[static_cast<size_t>(c.split_axis)]);
           EXPECT_GE(c.splits, 2);
-          EXPECT_LE(c.splits, threads);
+          EXPECT_LE(c.splits, TilingFunction::kSplitLadder[0]);  // whatever the thread count
           EXPECT_LE(c.splits, sizes[static_cast<size_t>(c.split_axis)]);
-          // The slice schedule is the default one of the first (longest) slice.
+          // Slices of c.slice elements (the last one shorter), the slice schedule the default one of the first.
           std::vector<int64_t> slice = sizes;
           const int64_t ext = sizes[static_cast<size_t>(c.split_axis)];
-          slice[static_cast<size_t>(c.split_axis)] = (ext + c.splits - 1) / c.splits;
+          EXPECT_EQ(c.splits, (ext + c.slice - 1) / c.slice);
+          EXPECT_GT(ext, (c.splits - 1) * c.slice);
+          slice[static_cast<size_t>(c.split_axis)] = c.slice;
           const Schedule ss = choose_schedule(n, slice, k->lanes());
           EXPECT_EQ(c.schedule.rows, ss.rows);
           EXPECT_EQ(c.schedule.vblock, ss.vblock);
@@ -146,11 +148,15 @@ TEST(Tiling, EveryCandidateMatchesInterpreter) {
         }
       }
     }
-    // Check, at a shape where they apply, that the kinds exist for this graph.
+    // Check, at a shape where they apply, that the kinds exist for this graph (Split forced: a 4096-element call is
+    // too small to split unforced, tiling_function.h kSplitOneThreadBudget).
     set_num_threads(4);
     std::vector<int64_t> sizes(static_cast<size_t>(k->loop_nest().rank), 1);
     sizes.back() = 4096;
-    for (const TilingCandidate& c : k->tiling().decide(sizes).candidates) {
+    force_tiling_kind(TilingKind::Split);
+    const TilingDecision probe = k->tiling().decide(sizes);
+    force_tiling_kind(std::nullopt);
+    for (const TilingCandidate& c : probe.candidates) {
       split_runs += c.kind == TilingKind::Split;
       narrow_runs += c.kind == TilingKind::NarrowRows;
     }
@@ -258,9 +264,11 @@ TEST(Tiling, RepeatedSizesReuseTheLastDecision) {
   EXPECT_EQ(b.pick().kind, TilingKind::Split) << b.describe();
   const TilingDecision many = k->tiling().decide({1 << 20, 16});
   EXPECT_NE(many.describe(), a.describe());
-  set_num_threads(1);  // one thread: no split candidate at all
+  set_num_threads(1);  // one thread: the same split (the slices then run one after the other)
   const TilingDecision one = k->tiling().decide({1, 1 << 24});
-  EXPECT_NE(one.pick().kind, TilingKind::Split) << one.describe();
+  EXPECT_NE(one.describe(), b.describe());  // not the 8-thread decision: its estimates are for 1 thread
+  EXPECT_EQ(one.pick().kind, TilingKind::Split) << one.describe();
+  EXPECT_EQ(one.pick().splits, b.pick().splits);
   set_num_threads(8);
   force_tiling_kind(TilingKind::Rows);
   EXPECT_EQ(k->tiling().decide({1, 1 << 24}).pick().kind, TilingKind::Rows);

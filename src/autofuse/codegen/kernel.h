@@ -168,7 +168,7 @@ class Kernel {
   /// pointers alone (an empty operand: run() may point it at scratch memory) or a tiling kind is forced.
   void store_launch(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
                     std::shared_ptr<CachedLaunch> c) const;
-  /// The cache entry of one prepared ordinary call (operands unsliced), or null for a Split candidate.
+  /// The cache entry of one prepared ordinary call (operands unsliced; a Split candidate's too).
   std::shared_ptr<CachedLaunch> launch_entry(const Prepared& p) const;
   /// The graph the loop nest and the emitted source are made of: outer_->main, or graph_.
   const Graph& body() const { return outer_ ? outer_->main : graph_; }

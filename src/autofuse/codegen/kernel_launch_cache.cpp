@@ -72,6 +72,12 @@ bool Kernel::run_cached(const std::vector<HostTensor>& inputs, const std::vector
   }
   stamp_launch_stage(&LaunchStages::tiled);
   stamp_launch_stage(&LaunchStages::variant);
+  if (c->split) {
+    thread_local std::vector<void*> data;
+    data.assign(ptrs.begin(), ptrs.end());
+    launch_tiled(graph_, nest_, c->calls[0].fn, c->domain, data, c->candidate);
+    return true;
+  }
   launch_rows_together(calls);
   return true;
 }
@@ -90,7 +96,6 @@ void Kernel::store_launch(const std::vector<HostTensor>& inputs, const std::vect
 }
 
 std::shared_ptr<Kernel::CachedLaunch> Kernel::launch_entry(const Prepared& p) const {
-  if (p.candidate.kind == TilingKind::Split) return nullptr;
   const LoopNest& nest = p.rows_vector ? *tiling_.rows_vector_nest() : nest_;
   const size_t nops = nest.operands.size();
   auto c = std::make_shared<CachedLaunch>();
@@ -104,6 +109,11 @@ std::shared_ptr<Kernel::CachedLaunch> Kernel::launch_entry(const Prepared& p) co
     call.byte_offset.push_back(0);
   }
   c->calls.push_back(std::move(call));
+  if (p.candidate.kind == TilingKind::Split) {
+    c->split = true;
+    c->domain = p.domain;
+    c->candidate = p.candidate;
+  }
   return c;
 }
 

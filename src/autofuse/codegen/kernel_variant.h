@@ -50,6 +50,11 @@ struct Kernel::CachedLaunch {
     std::vector<int64_t> byte_offset;
   };
   std::vector<Call> calls;
+  /// A Split call (tiling/launch.h launch_tiled): its one Call gives the entry point and the operands, and it runs
+  /// over this merged domain with this candidate (the Call's sizes, strides and schedule are unused).
+  bool split = false;
+  LaunchDomain domain;
+  TilingCandidate candidate;
 };
 
 }  // namespace autofuse

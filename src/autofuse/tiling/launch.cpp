@@ -21,28 +21,38 @@ std::vector<int64_t> flat_launch_strides(const LaunchDomain& d, size_t nops) {
 
 namespace {
 
-double load_elem(const void* p, DType t) {
+/// Adds (Sum; Mean: times len / extent, the slice's share of the reduced axis) or folds (Amax, Amin) the `n` partials
+/// of one slice, stored in dtype t at p, into acc[0, n), element by element; `first`: the slice is the first (max / min
+/// start from it). NaN propagates through max / min (std::max would drop a NaN on either side): nan[e] records it.
+template <class T, class Load>
+void fold_partials(const unsigned char* p, int64_t n, OpKind op, double len, double extent, bool first, double* acc,
+                   char* nan, Load load) {
+  const T* q = reinterpret_cast<const T*>(p);
+  if (op == OpKind::Sum) {
+    for (int64_t e = 0; e < n; ++e) acc[e] += static_cast<double>(load(q[e]));
+  } else if (op == OpKind::Mean) {
+    for (int64_t e = 0; e < n; ++e) acc[e] += static_cast<double>(load(q[e])) * len / extent;
+  } else {
+    const bool mx = op == OpKind::Amax;
+    for (int64_t e = 0; e < n; ++e) {
+      const double v = static_cast<double>(load(q[e]));
+      if (std::isnan(v)) nan[e] = 1;
+      acc[e] = first ? v : mx ? std::max(acc[e], v) : std::min(acc[e], v);
+    }
+  }
+}
+
+void fold_slice(DType t, const unsigned char* p, int64_t n, OpKind op, double len, double extent, bool first,
+                double* acc, char* nan) {
   switch (t) {
-    case DType::Float32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::Float64: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case DType::Float16: {
-      uint16_t b;
-      std::memcpy(&b, p, 2);
-      return half_bits_to_float(b);
-    }
-    case DType::BFloat16: {
-      uint16_t b;
-      std::memcpy(&b, p, 2);
-      return bf16_bits_to_float(b);
-    }
+    case DType::Float32:
+      return fold_partials<float>(p, n, op, len, extent, first, acc, nan, [](float v) { return v; });
+    case DType::Float64:
+      return fold_partials<double>(p, n, op, len, extent, first, acc, nan, [](double v) { return v; });
+    case DType::Float16:
+      return fold_partials<uint16_t>(p, n, op, len, extent, first, acc, nan, half_bits_to_float);
+    case DType::BFloat16:
+      return fold_partials<uint16_t>(p, n, op, len, extent, first, acc, nan, bf16_bits_to_float);
     default:
       throw IRError("split reduction: output dtype " + std::string(dtype_name(t)) + " is not a float type");
   }
@@ -73,100 +83,126 @@ void store_elem(void* p, DType t, double v) {
   }
 }
 
+/// One output of a split call: its dtype, the kept axes it varies along (its partials are contiguous over them, the
+/// innermost last), its element count and the byte offset of its partials in the scratch buffer (slice 0's; slice p's
+/// follow at p * count * esize).
+struct SplitOut {
+  DType dtype = DType::Float32;
+  int esize = 4;
+  std::vector<size_t> axes;
+  int64_t count = 1;
+  size_t at = 0;
+};
+
+/// The calling thread's buffers for split calls, reused from call to call (a launch allocates nothing once they have
+/// grown; kernels may run on several threads at once, each with its own).
+struct SplitScratch {
+  std::vector<SplitOut> outs;
+  std::vector<unsigned char> partials;
+  std::vector<int64_t> sizes, flat;
+  std::vector<void*> ptrs;
+  std::vector<double> acc;
+  std::vector<char> nan;
+  std::vector<int64_t> index;
+};
+
 void launch_split(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const LaunchDomain& d,
                   const std::vector<void*>& data, const TilingCandidate& c) {
+  thread_local SplitScratch sc;
   const size_t nops = nest.operands.size(), ni = static_cast<size_t>(nest.num_inputs), r = d.sizes.size();
   const size_t ax = static_cast<size_t>(c.split_axis);
   const int64_t extent = d.sizes[ax];
-  const int64_t chunk = (extent + c.splits - 1) / c.splits;
+  const int64_t chunk = c.slice > 0 ? c.slice : (extent + c.splits - 1) / c.splits;
   const int64_t parts = (extent + chunk - 1) / chunk;
-  // Per output: the kept axes it varies along (partials are contiguous over them) and the partial buffer.
-  struct Out {
-    DType dtype;
-    int esize;
-    std::vector<size_t> axes;
-    int64_t count;
-    std::vector<unsigned char> buf;
-  };
-  std::vector<Out> outs;
-  for (size_t k = ni; k < nops; ++k) {
-    const Node& nd = g.node(nest.operands[k]);
-    Out o;
-    o.dtype = nd.dtype;
-    o.esize = dtype_size(nd.dtype);
+  // Per output: the kept axes it varies along and its place in the partials buffer.
+  sc.outs.resize(nops - ni);
+  size_t bytes = 0;
+  for (size_t j = 0; j < nops - ni; ++j) {
+    SplitOut& o = sc.outs[j];
+    const size_t k = ni + j;
+    o.dtype = g.node(nest.operands[k]).dtype;
+    o.esize = dtype_size(o.dtype);
+    o.axes.clear();
     o.count = 1;
     for (size_t a = 0; a < r; ++a)
       if (d.varies[k][a] && !nest.is_reduce[a] && d.sizes[a] > 1) {
         o.axes.push_back(a);
         o.count *= d.sizes[a];
       }
-    o.buf.resize(static_cast<size_t>(parts * o.count * o.esize));
-    outs.push_back(std::move(o));
+    o.at = bytes;
+    bytes += static_cast<size_t>(parts * o.count * o.esize + 63) / 64 * 64;
   }
-  // Per slice: sizes, strides (outputs re-pointed at their contiguous partials), data pointers, schedule.
-  std::vector<std::vector<int64_t>> sizes(static_cast<size_t>(parts), d.sizes);
-  const std::vector<int64_t> flat_base = flat_launch_strides(d, nops);
-  std::vector<int64_t> flat = flat_base;
-  for (size_t j = 0; j < outs.size(); ++j) {
+  if (sc.partials.size() < bytes) sc.partials.resize(bytes);
+  // Flat strides, the outputs re-pointed at their contiguous partials.
+  sc.flat.resize(nops * r);
+  for (size_t k = 0; k < nops; ++k)
+    for (size_t a = 0; a < r; ++a) sc.flat[k * r + a] = d.strides[k][a];
+  for (size_t j = 0; j < nops - ni; ++j) {
     const size_t k = ni + j;
-    for (size_t a = 0; a < r; ++a) flat[k * r + a] = 0;
+    for (size_t a = 0; a < r; ++a) sc.flat[k * r + a] = 0;
     int64_t st = 1;
-    for (size_t i = outs[j].axes.size(); i-- > 0;) {
-      flat[k * r + outs[j].axes[i]] = st;
-      st *= d.sizes[outs[j].axes[i]];
+    for (size_t i = sc.outs[j].axes.size(); i-- > 0;) {
+      sc.flat[k * r + sc.outs[j].axes[i]] = st;
+      st *= d.sizes[sc.outs[j].axes[i]];
     }
   }
-  std::vector<std::vector<void*>> ptrs(static_cast<size_t>(parts), data);
+  // Per slice: sizes and data pointers.
+  sc.sizes.resize(static_cast<size_t>(parts) * r);
+  sc.ptrs.resize(static_cast<size_t>(parts) * nops);
   for (int64_t p = 0; p < parts; ++p) {
     const int64_t b = p * chunk, len = std::min(chunk, extent - b);
-    sizes[static_cast<size_t>(p)][ax] = len;
+    int64_t* sz = sc.sizes.data() + p * static_cast<int64_t>(r);
+    std::copy(d.sizes.begin(), d.sizes.end(), sz);
+    sz[ax] = len;
+    void** pp = sc.ptrs.data() + p * static_cast<int64_t>(nops);
     for (size_t k = 0; k < ni; ++k) {
       const int64_t off = d.varies[k][ax] ? b * d.strides[k][ax] : 0;
       const int es = dtype_size(g.node(nest.operands[k]).dtype);
-      ptrs[static_cast<size_t>(p)][k] = static_cast<unsigned char*>(data[k]) + off * es;
+      pp[k] = static_cast<unsigned char*>(data[k]) + off * es;
     }
-    for (size_t j = 0; j < outs.size(); ++j)
-      ptrs[static_cast<size_t>(p)][ni + j] = outs[j].buf.data() + p * outs[j].count * outs[j].esize;
+    for (size_t j = 0; j < nops - ni; ++j)
+      pp[ni + j] = sc.partials.data() + sc.outs[j].at + p * sc.outs[j].count * sc.outs[j].esize;
   }
   // The slice schedule (made for the first, longest slice) fits every slice: rows do not depend on the reduced
-  // extent, and vblock / blk only affect speed.
+  // extent, and vblock / blk only affect speed. Each slice's partials are the same whichever thread runs it.
   const Schedule s = c.schedule;
+  const int64_t* sizes = sc.sizes.data();
+  const int64_t* flat = sc.flat.data();
+  void* const* ptrs = sc.ptrs.data();
   parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      fn(sizes[static_cast<size_t>(p)].data(), flat.data(), ptrs[static_cast<size_t>(p)].data(), 0, s.rows, s.vblock,
-         s.blk, 0);  // partials: small, read back at once (no streaming stores)
-    }
+    for (int64_t p = p0; p < p1; ++p)
+      fn(sizes + p * static_cast<int64_t>(r), flat, ptrs + p * static_cast<int64_t>(nops), 0, s.rows, s.vblock, s.blk,
+         0);  // partials: small, read back at once (no streaming stores)
   });
-  // Combine into the real outputs.
-  for (size_t j = 0; j < outs.size(); ++j) {
-    const Out& o = outs[j];
+  // Combine into the real outputs: slice by slice in slice order (the order is fixed by the sizes: the thread count
+  // only decides which thread ran which slices), in double, rounded once to the output dtype.
+  for (size_t j = 0; j < nops - ni; ++j) {
+    const SplitOut& o = sc.outs[j];
     const size_t k = ni + j;
     const OpKind op = g.node(nest.operands[k]).op;
+    sc.acc.assign(static_cast<size_t>(o.count), 0.0);
+    sc.nan.assign(static_cast<size_t>(o.count), 0);
+    for (int64_t p = 0; p < parts; ++p) {
+      const double len = static_cast<double>(std::min(chunk, extent - p * chunk));
+      fold_slice(o.dtype, sc.partials.data() + o.at + p * o.count * o.esize, o.count, op, len,
+                 static_cast<double>(extent), p == 0, sc.acc.data(), sc.nan.data());
+    }
+    // NaN where a max / min saw one; then the stores, walking the output's axes as an odometer (innermost fastest).
+    for (int64_t e = 0; e < o.count; ++e)
+      if (sc.nan[static_cast<size_t>(e)]) sc.acc[static_cast<size_t>(e)] = std::numeric_limits<double>::quiet_NaN();
+    const size_t na = o.axes.size();
+    sc.index.assign(na, 0);
+    unsigned char* base = static_cast<unsigned char*>(data[k]);
+    int64_t off = 0;
     for (int64_t e = 0; e < o.count; ++e) {
-      double acc = 0;
-      bool nan = false;
-      for (int64_t p = 0; p < parts; ++p) {
-        const double v = load_elem(o.buf.data() + (p * o.count + e) * o.esize, o.dtype);
-        if (std::isnan(v)) nan = true;
-        const double len = static_cast<double>(std::min(chunk, extent - p * chunk));
-        if (op == OpKind::Sum)
-          acc += v;
-        else if (op == OpKind::Mean)
-          acc += v * len / static_cast<double>(extent);
-        else if (op == OpKind::Amax)
-          acc = p == 0 ? v : std::max(acc, v);
-        else
-          acc = p == 0 ? v : std::min(acc, v);
-      }
-      if (nan && (op == OpKind::Amax || op == OpKind::Amin)) acc = std::numeric_limits<double>::quiet_NaN();
-      // Output offset: decompose e over the output's axes (innermost last) with the real strides.
-      int64_t off = 0, rest = e;
-      for (size_t i = o.axes.size(); i-- > 0;) {
+      store_elem(base + off * o.esize, o.dtype, sc.acc[static_cast<size_t>(e)]);
+      for (size_t i = na; i-- > 0;) {
         const size_t a = o.axes[i];
-        off += (rest % d.sizes[a]) * d.strides[k][a];
-        rest /= d.sizes[a];
+        off += d.strides[k][a];
+        if (++sc.index[i] < d.sizes[a]) break;
+        off -= d.sizes[a] * d.strides[k][a];
+        sc.index[i] = 0;
       }
-      store_elem(static_cast<unsigned char*>(data[k]) + off * o.esize, o.dtype, acc);
     }
   }
 }

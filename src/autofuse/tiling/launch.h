@@ -20,9 +20,12 @@ using TiledKernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int
 /// Run `fn` over the merged domain `d` (operands first, iota pseudo-operands after them are ignored) with operand
 /// data pointers `data` (inputs then outputs, as nest.operands), under candidate `c` of
 /// TilingFunction::decide(d.sizes). Split requires TilingFunction::splittable() (never for a float16 / bfloat16 sum or
-/// mean, whose partials would round twice); its partials are stored in the output dtype and combined in double (sum;
-/// mean weighted by slice length; max/min with NaN propagating), then rounded to the output dtype once more. Throws
-/// IRError when a Split candidate is given for a graph that cannot be split.
+/// mean, whose partials would round twice): slices of c.slice elements of axis c.split_axis (the last one shorter;
+/// c.splits of them), run by parallel_for in blocks; their partials are stored in the output dtype and combined in
+/// double in slice order (sum; mean weighted by slice length; max/min with NaN propagating), then rounded to the
+/// output dtype once more, so the result does not depend on the thread count (only which thread runs which slices
+/// does). Scratch buffers are the calling thread's, reused from call to call. Throws IRError when a Split candidate
+/// is given for a graph that cannot be split.
 void launch_tiled(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const LaunchDomain& d,
                   const std::vector<void*>& data, const TilingCandidate& c);
 

@@ -216,7 +216,8 @@ TilingDecision TilingFunction::decide(const std::vector<int64_t>& sizes) const {
   return d;
 }
 
-TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const {
+TilingDecision TilingFunction::candidates(const std::vector<int64_t>& sizes, const CostParams& p,
+                                          int64_t splits) const {
   const LoopNest& n = *nest_;
   TilingDecision d;
   d.candidates.reserve(4);  // one allocation per launch
@@ -260,30 +261,21 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
       d.candidates.push_back(c);
     }
   }
-  // Split: slice the longest reduce axis over the threads.
-  if (splittable_ && p.threads > 1) {
-    int ax = -1;
-    for (int a = 0; a < n.rank; ++a)
-      if (n.is_reduce[static_cast<size_t>(a)] &&
-          (ax < 0 || sizes[static_cast<size_t>(a)] > sizes[static_cast<size_t>(ax)]))
-        ax = a;
+  // Split: the longest reduce axis in `splits` slices (order_choice: from the sizes only, so that the partials and
+  // their combination are the same at every thread count), which the threads take in blocks.
+  if (splits >= 2) {
+    const int ax = split_axis(sizes);
     const int64_t extent = sizes[static_cast<size_t>(ax)];
-    const int64_t min_slice = (n.inner_reduction && ax == n.vec_axis()) ? 4 * lanes_ : 4;
-    const int64_t splits = std::min<int64_t>(p.threads, extent / min_slice);
-    if (splits >= 2) {
-      TilingCandidate c;
-      c.kind = TilingKind::Split;
-      c.split_axis = ax;
-      c.splits = splits;
-      std::vector<int64_t> slice = sizes;
-      slice[static_cast<size_t>(ax)] = ceil_div(extent, splits);
-      c.schedule = choose_schedule(n, slice, lanes_);
-      int64_t kept = 1;
-      for (int a = 0; a < n.rank; ++a)
-        if (!n.is_reduce[static_cast<size_t>(a)]) kept *= sizes[static_cast<size_t>(a)];
-      c.est_ns = estimate_split_ns(work_shape(sizes, base), splits, kept, kept_out_bytes_, p);
-      d.candidates.push_back(c);
-    }
+    TilingCandidate c;
+    c.kind = TilingKind::Split;
+    c.split_axis = ax;
+    c.slice = split_slice_length(sizes, ax, splits);
+    c.splits = ceil_div(extent, c.slice);
+    std::vector<int64_t> slice = sizes;
+    slice[static_cast<size_t>(ax)] = c.slice;
+    c.schedule = choose_schedule(n, slice, lanes_);
+    c.est_ns = estimate_split_ns(work_shape(sizes, base), c.splits, kept_elems(sizes), kept_out_bytes_, p);
+    d.candidates.push_back(c);
   }
   // VectorRows: short inner-reduction rows, lanes across rows.
   if (rv_nest_) {
@@ -310,6 +302,148 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
       }
     }
   }
+  return d;
+}
+
+int TilingFunction::split_axis(const std::vector<int64_t>& sizes) const {
+  const LoopNest& n = *nest_;
+  int ax = -1;
+  for (int a = 0; a < n.rank; ++a)
+    if (n.is_reduce[static_cast<size_t>(a)] &&
+        (ax < 0 || sizes[static_cast<size_t>(a)] > sizes[static_cast<size_t>(ax)]))
+      ax = a;
+  return ax;
+}
+
+int64_t TilingFunction::split_slice_length(const std::vector<int64_t>& sizes, int ax, int64_t splits) const {
+  const int64_t len = ceil_div(sizes[static_cast<size_t>(ax)], splits);
+  // Along the vector axis of an inner reduction, whole blocks of 4 vectors, so that every slice starts where the
+  // row's alignment does: [1, 4194304] f32 sum(1) on one thread took 1.10x the row schedule's time in 48 slices of
+  // 87382 elements (every 64-byte load split across two lines), 1.01x in 16 (session 19).
+  if (nest_->inner_reduction && ax == nest_->vec_axis()) return ceil_div(len, 4 * lanes_) * 4 * lanes_;
+  return len;
+}
+
+int64_t TilingFunction::kept_elems(const std::vector<int64_t>& sizes) const {
+  int64_t kept = 1;
+  for (int a = 0; a < nest_->rank; ++a)
+    if (!nest_->is_reduce[static_cast<size_t>(a)]) kept *= sizes[static_cast<size_t>(a)];
+  return kept;
+}
+
+int64_t TilingFunction::split_slices(const std::vector<int64_t>& sizes, bool within_budget) const {
+  if (!splittable_) return 0;
+  const LoopNest& n = *nest_;
+  const int ax = split_axis(sizes);
+  if (ax < 0) return 0;
+  const int64_t extent = sizes[static_cast<size_t>(ax)];
+  // A slice of at least 4 elements, 4 vectors along the vector axis of an inner reduction.
+  const int64_t min_slice = (n.inner_reduction && ax == n.vec_axis()) ? 4 * lanes_ : 4;
+  // The one-thread budget: a lower bound of the call's time on one thread (its vector iterations).
+  const Schedule base = choose_schedule(n, sizes, lanes_);
+  if (base.rows <= 0) return 0;
+  const WorkShape w = work_shape(sizes, base);
+  const double iters = static_cast<double>(base.rows) * static_cast<double>(ceil_div(w.row_elems, lanes_)) * passes_;
+  const double budget = kSplitOneThreadBudget * kSplitVectorNs * iters;
+  if (within_budget && kSplitCallNs > budget) return 0;  // most calls: too small to split at all
+  const double kept = static_cast<double>(kept_elems(sizes));
+  for (int64_t s : kSplitLadder) {
+    if (s > extent / min_slice) continue;
+    if (!within_budget) return s;
+    std::vector<int64_t> slice = sizes;
+    slice[static_cast<size_t>(ax)] = split_slice_length(sizes, ax, s);
+    const double slice_rows = static_cast<double>(choose_schedule(n, slice, lanes_).rows);
+    const double cost =
+        kSplitCallNs + static_cast<double>(s) * (kept * kSplitPartialNs + slice_rows * kSplitSliceRowNs);
+    if (cost <= budget) return s;
+  }
+  return 0;
+}
+
+namespace {
+
+/// The index of the first candidate of kind k in d, or -1.
+int find_kind(const TilingDecision& d, TilingKind k) {
+  for (size_t i = 0; i < d.candidates.size(); ++i)
+    if (d.candidates[i].kind == k) return static_cast<int>(i);
+  return -1;
+}
+
+/// The estimate of what runs in d's row order when the order class is `vrows` (VectorRows) or the row schedules
+/// (the lower of Rows and NarrowRows).
+double other_ns(const TilingDecision& d, bool vrows) {
+  const int v = find_kind(d, TilingKind::VectorRows);
+  if (vrows && v >= 0) return d.candidates[static_cast<size_t>(v)].est_ns;
+  double best = d.candidates[0].est_ns;
+  for (const TilingCandidate& c : d.candidates)
+    if (c.kind == TilingKind::NarrowRows) best = std::min(best, c.est_ns);
+  return best;
+}
+
+}  // namespace
+
+TilingFunction::OrderChoice TilingFunction::order_choice(const std::vector<int64_t>& sizes, const CostParams& p) const {
+  OrderChoice oc;
+  oc.splits = split_slices(sizes, true);
+  bool may_vrows = false;
+  if (rv_nest_) {
+    int64_t rsize = 1;
+    for (int a = 0; a < nest_->rank; ++a)
+      if (nest_->is_reduce[static_cast<size_t>(a)]) rsize *= sizes[static_cast<size_t>(a)];
+    may_vrows = rsize <= kVectorRowsMaxCols && kept_elems(sizes) >= kVectorRowsMinRows;
+  }
+  if (oc.splits < 2 && !may_vrows) return oc;
+  // VectorRows against the row schedule: the one with less thread time (both spread the same many rows), so the
+  // estimates on one thread.
+  bool vrows = false;
+  if (may_vrows) {
+    CostParams one = p;
+    one.threads = 1;
+    const TilingDecision d1 = candidates(sizes, one, 0);
+    const int v1 = find_kind(d1, TilingKind::VectorRows);
+    vrows = v1 >= 0 && d1.candidates[static_cast<size_t>(v1)].est_ns < 0.95 * d1.candidates[0].est_ns;
+    oc.kind = vrows ? TilingKind::VectorRows : TilingKind::Rows;
+  }
+  if (oc.splits < 2) return oc;
+  // Split: the most slices, from split_slices() down the ladder, that beat the alternative by the model's 5% noise
+  // floor at one of kSplitReferenceThreads and cost at most 5% more at the others (a count that the threads do not
+  // divide leaves some idle in the last wave: 24 slices lose to one row at 16 threads where 16 win).
+  const int ax = split_axis(sizes);
+  const int64_t extent = sizes[static_cast<size_t>(ax)], kept = kept_elems(sizes);
+  std::vector<std::pair<CostParams, double>> refs;
+  WorkShape w;
+  for (int t : kSplitReferenceThreads) {
+    CostParams q = p;
+    q.threads = t;
+    const TilingDecision dq = candidates(sizes, q, 0);
+    if (dq.candidates[0].schedule.rows <= 0) return oc;
+    w = work_shape(sizes, dq.candidates[0].schedule);
+    refs.emplace_back(q, other_ns(dq, vrows));
+  }
+  for (int64_t rung : kSplitLadder) {
+    if (rung > oc.splits) continue;
+    const int64_t parts = ceil_div(extent, split_slice_length(sizes, ax, rung));
+    bool wins = false, loses = false;
+    for (const auto& [q, other] : refs) {
+      const double split = estimate_split_ns(w, parts, kept, kept_out_bytes_, q);
+      wins = wins || split < 0.95 * other;
+      loses = loses || split > 1.05 * other;
+    }
+    if (wins && !loses) {
+      oc.kind = TilingKind::Split;
+      oc.splits = rung;
+      return oc;
+    }
+  }
+  return oc;
+}
+
+TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes, const CostParams& p) const {
+  const OrderChoice oc = order_choice(sizes, p);
+  // A forced Split (tests) slices as much as the axis allows when the budget allows no slices.
+  const int64_t splits = oc.splits < 2 && g_forced == TilingKind::Split ? split_slices(sizes, false) : oc.splits;
+  TilingDecision d = candidates(sizes, p, splits);
+  if (d.candidates[0].schedule.rows <= 0) return d;
   // Streaming (non-temporal) output stores when the call's full outputs exceed the last-level cache: their lines
   // would be evicted before any later read anyway, and the stores then skip the read-for-ownership (a third of an
   // elementwise copy's DRAM traffic). Split writes small partials, read back at once: never streamed.
@@ -321,12 +455,27 @@ TilingDecision TilingFunction::decide_uncached(const std::vector<int64_t>& sizes
   // in cache the extra prefetch per vector only costs (bf16 layer_norm 0.114 -> 0.129 ns per element, one thread).
   const bool far = in_bytes_ * elems > static_cast<double>(p.l3_bytes);
   for (TilingCandidate& c : d.candidates) c.schedule.prefetch_far = far;
-  // Choice: the lowest estimate; another kind must beat the default rows by 5% (the model's noise floor).
-  for (size_t i = 1; i < d.candidates.size(); ++i)
-    if (d.candidates[i].est_ns < 0.95 * d.candidates[d.chosen].est_ns) d.chosen = i;
-  if (g_forced)
-    for (size_t i = 0; i < d.candidates.size(); ++i)
-      if (d.candidates[i].kind == *g_forced) d.chosen = i;
+  // Choice. Split and VectorRows sum in other orders than the row schedules: whether one of them runs, and Split's
+  // slices, come from the sizes alone (order_choice), so that every thread count gives the same bits. Rows and
+  // NarrowRows sum every output in the same order: between them the lower estimate at this thread count wins,
+  // NarrowRows having to beat Rows by 5% (the model's noise floor).
+  if (g_forced) {
+    const int f = find_kind(d, *g_forced);
+    if (f >= 0) {
+      d.chosen = static_cast<size_t>(f);
+      return d;
+    }
+  }
+  if (oc.kind != TilingKind::Rows) {
+    const int f = find_kind(d, oc.kind);
+    if (f >= 0) {
+      d.chosen = static_cast<size_t>(f);
+      return d;
+    }
+  }
+  const int nr = find_kind(d, TilingKind::NarrowRows);
+  if (nr >= 0 && d.candidates[static_cast<size_t>(nr)].est_ns < 0.95 * d.candidates[0].est_ns)
+    d.chosen = static_cast<size_t>(nr);
   return d;
 }
 
