@@ -46,9 +46,10 @@ KEEP_FOR_SCALAR_CHECKS = [aten.masked_fill.Scalar, aten.masked_fill.Tensor]
 
 #: Ops whose decomposition rounds differently from eager's kernel: torch's addcmul decomposition is ``x + v * t1 *
 #: t2`` with the product rounded, where eager's CPU kernel rounds once (a fused multiply-add, ``fma(v * t1, t2, x)``;
-#: 10-30 % of float32 / float64 elements differed). Kept whole, addcmul reaches its lowering
-#: (lowering_pointwise._addcmul), which builds the IR's ``fma``.
-KEEP_FOR_ROUNDING = [aten.addcmul, aten.addcmul_]
+#: 10-30 % of float32 / float64 elements differed); lerp's is ``coeff * (end - start) + base``, eager's is
+#: ``fma(coeff, end - start, base)`` (10-39 %). Kept whole, they reach their lowerings (lowering_pointwise._addcmul,
+#: _lerp), which build the IR's ``fma``; lerp's backward is then autograd's formula for the whole op, as in eager.
+KEEP_FOR_ROUNDING = [aten.addcmul, aten.addcmul_, aten.lerp, aten.lerp_]
 
 #: c10's ScalarType names, as eager's error messages spell dtypes.
 _SCALAR_TYPE_NAMES = {torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.bool: "Bool",
