@@ -1,7 +1,9 @@
 """Lowerings of ATen's reductions: sum, mean, prod, amax/amin, argmax/argmin, var, var_mean, max/min.dim, any/all.
 
 Dims are normalized against the input's rank (negatives wrapped); "all dims" (dim=None or []) is the IR's ``axes=[]``.
-A ``dtype=`` keyword becomes a cast of the input before the reduction, as eager does.
+A ``dtype=`` keyword becomes a cast of the input before the reduction, as eager does, except where eager reduces a
+float16 / bfloat16 result in float32 and casts once: mean from another dtype (``_mean``) and sum over reduced dims
+that ATen's TensorIterator keeps apart (``_eager_sums_in_float32``); docs/precision.md, "Reductions with dtype=".
 """
 
 from __future__ import annotations
@@ -83,12 +85,54 @@ def _accum_dtype(dt: torch.dtype) -> torch.dtype:
     return dt if dt.is_floating_point else torch.int64
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _hint(v):
+    """An int size or stride, a SymInt's example value, or None (an unbacked SymInt)."""
+    return v.node.hint if isinstance(v, torch.SymInt) else int(v)
+
+
+def _eager_sums_in_float32(node, dtype: torch.dtype, axes) -> bool:
+    """Whether eager's CPU ``sum(x, dims, dtype=float16 / bfloat16)`` of an ``x`` of another dtype sums ``x``
+    converted to float32 and rounds once, instead of summing ``x`` converted to ``dtype``.
+
+    ATen's sum_out does the former when its TensorIterator (over ``x.to(dtype)``, reduced dims moved innermost,
+    adjacent dims coalesced) keeps two reduced dims apart (``should_use_acc_buffer``, pytorch issue 83149): the
+    reduced dims of size > 1, in the order of their strides, do not tile one block of memory. E.g. dims (0, 2) of a
+    contiguous [3, 5, 33], not (0, 1), (1, 2), one dim or all dims (review 19: int64 ``sum((0, 2),
+    dtype=float16)`` of values up to 1e5 was NaN here, the converted elements being +-inf, where eager gives
+    -23872). ``x.to(dtype)`` keeps a dense ``x``'s strides and makes any other one dense (here: the strides a meta
+    tensor gets, as ATen's own rule gives them). nansum of a float tensor has its own kernel, which converts first
+    always; an integer nansum is sum_out."""
+    src = node.args[0]
+    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.dim() < 2:
+        return False
+    orig = node.meta.get("original_aten")
+    if orig is not None and orig.overloadpacket is aten.nansum and val.dtype.is_floating_point:
+        return False
+    sizes, strides = [_hint(v) for v in val.shape], [_hint(v) for v in val.stride()]
+    if None in sizes or None in strides:
+        return False
+    conv = torch.empty_strided(sizes, strides, dtype=val.dtype, device="meta").to(dtype).stride()
+    dims = sorted((conv[d], sizes[d]) for d in (axes or range(len(sizes))) if sizes[d] > 1)
+    return any(st * n != nxt for (st, n), (nxt, _) in zip(dims, dims[1:]))
+
+
 @register(aten.sum.dim_IntList, aten.sum.default)
 def _sum(L: Lowerer, node) -> int:
-    x = _input(L, node)
+    """sum(x, dim, keepdim, dtype=): ``x`` cast to ``dtype``, then summed (eager: the elements converted first), except
+    where eager's sum to float16 / bfloat16 sums in float32 (``_eager_sums_in_float32``)."""
+    x = L.value(node.args[0])
+    dt = node.kwargs.get("dtype")
     dims = _arg(node, 1, "dim", None) if node.target is aten.sum.dim_IntList else None
     keep = _arg(node, 2, "keepdim", False) if node.target is aten.sum.dim_IntList else False
     axes = _axes(dims, len(L.node(x).shape))
+    if dt in _HALF and L.node(x).dtype != dt and _eager_sums_in_float32(node, dt, axes):
+        s = _reduce(L, "sum", L.cast(x, torch.float32), axes, keep, dtype=torch.float32)
+        return L.cast(s, dt)
+    x = L.cast(x, dt) if dt is not None else x
     return _reduce(L, "sum", x, axes, keep, dtype=_accum_dtype(L.node(x).dtype))
 
 
@@ -102,12 +146,21 @@ def _prod(L: Lowerer, node) -> int:
 
 @register(aten.mean.dim, aten.mean.default)
 def _mean(L: Lowerer, node) -> int:
-    x = _input(L, node)
+    """mean(x, dim, keepdim, dtype=): the input cast to ``dtype``, then the mean, except for a float16 / bfloat16
+    ``dtype`` of another input dtype: eager's CPU mean_out then sums in float32 (the input cast to float32, not to
+    ``dtype``), divides and rounds once to ``dtype``, so this is cast(mean(cast(x, float32)), dtype). Casting the input
+    to bfloat16 first, as sum(dtype=) does, rounded every element (review 19: f32 randn(7, 300) * 100 ``.mean(1,
+    dtype=bfloat16)`` gave -0.1738 where eager and float64 give -0.1914)."""
+    x = L.value(node.args[0])
+    dt = node.kwargs.get("dtype")
+    half_out = dt in _HALF and L.node(x).dtype != dt
+    x = L.cast(x, torch.float32 if half_out else (dt or L.node(x).dtype))
     if not L.node(x).dtype.is_floating_point:
         raise Unsupported("mean of a non-float tensor")
     dims = _arg(node, 1, "dim", None) if node.target is aten.mean.dim else None
     keep = _arg(node, 2, "keepdim", False) if node.target is aten.mean.dim else False
-    return _reduce(L, "mean", x, _axes(dims, len(L.node(x).shape)), keep)
+    m = _reduce(L, "mean", x, _axes(dims, len(L.node(x).shape)), keep)
+    return L.cast(m, dt) if half_out else m
 
 
 def _require_nonempty(node, axes, name: str) -> None:
