@@ -425,8 +425,19 @@ def check_compile_arguments(kwargs: Dict[str, Any]) -> None:
 
 def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """The Dynamo backend entry point (registered as "autofuse"). ``kwargs``: torch.compile's ``mode`` and
-    ``options``, which Autofuse rejects (check_compile_arguments)."""
+    ``options``, which Autofuse rejects (check_compile_arguments). Python numbers that Dynamo passes as 0-d tensors
+    are compiled for, and checked against, the dtype they have at run time (scalar_inputs.py)."""
     check_compile_arguments(dict(kwargs))
+    from . import scalar_inputs
+
+    example_inputs, expected = scalar_inputs.as_passed(gm, example_inputs)
+    fn = _compile_dynamo_graph(gm, example_inputs)
+    return scalar_inputs.checked(fn, gm, expected) if expected else fn
+
+
+def _compile_dynamo_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
+    """autofuse_backend's work: Dynamo's graph through AOTAutograd to compile_graph, or the graph itself (run
+    eagerly) where it cannot be."""
     from torch._dynamo.backends.common import aot_autograd
 
     from .decompositions import decomposition_table
@@ -452,7 +463,7 @@ def autofuse_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     writes = neg_inputs.may_write_inputs(gm) if negs else None
     if negs and not writes:  # kernels read memory: they get the negated copies (neg_inputs.py)
         resolved = [v.resolve_neg() if i in negs else v for i, v in enumerate(example_inputs)]
-        return neg_inputs.resolving(autofuse_backend(gm, resolved, **kwargs), negs)
+        return neg_inputs.resolving(_compile_dynamo_graph(gm, resolved), negs)
     why = _aot_drops_mutation(gm, example_inputs) or (
         f"{writes}: the graph may write into a lazily negated input view; it runs eagerly" if negs else None)
     if why:
