@@ -68,8 +68,8 @@ def as_passed(gm: torch.fx.GraphModule, example_inputs) -> Tuple[list, Dict[int,
 
 
 def checked(fn: Callable, gm: torch.fx.GraphModule, expected: Dict[int, torch.dtype]) -> Callable:
-    """``fn`` (the compiled graph, which Dynamo calls as ``fn(*args)``, as neg_inputs.resolving assumes) preceded by a check of the inputs in ``expected``
-    (position -> dtype): a call where one has another dtype runs ``gm`` (Dynamo's graph) in ATen, with a warning
+    """``fn`` (the compiled graph, which Dynamo calls as ``fn(*args)``, as neg_inputs.resolving assumes) preceded by
+    a check of the inputs in ``expected`` (position -> dtype): a call where one has another dtype runs ``gm`` (Dynamo's graph) in ATen, with a warning
     once, or raises RuntimeError under AUTOFUSE_STRICT=1."""
     from .backend import strict
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rounding_util import bits_equal, compiled
 from autofuse import backend
 
 needs_native = pytest.mark.skipif(not backend.has_native_kernels(), reason="needs the native kernel path (_core.Kernel)")
@@ -36,21 +37,6 @@ def _inputs(dtype, n=100003, seed=18):
     y = torch.randn(n, generator=g, dtype=wide).to(dtype)
     z = (torch.rand(n, generator=g, dtype=wide) + 0.5).to(dtype)
     return x, y, z
-
-
-def _compiled(fn, *args):
-    torch._dynamo.reset()
-    n0 = len(backend.RECORDS)
-    got = torch.compile(fn, backend="autofuse", dynamic=False)(*args)
-    assert any(s.kind == "kernel" for r in backend.RECORDS[n0:] for s in r.steps), "expected a kernel"
-    return got
-
-
-def _bits_equal(got, want, what):
-    assert got.dtype == want.dtype and got.shape == want.shape, what
-    bad = got != want
-    assert not bool(bad.any()), (f"{what}: {int(bad.sum())} of {bad.numel()} differ, e.g. ours "
-                                 f"{got[bad][:4].tolist()} eager {want[bad][:4].tolist()}")
 
 
 ADDCDIV = {
@@ -76,8 +62,8 @@ def test_addcdiv_is_eagers_bits(name, dtype, value, emulate, monkeypatch):
     fn = ADDCDIV[name]
     x, y, z = _inputs(dtype)
     want = fn(x.clone(), y, z, value)
-    got = _compiled(fn, x.clone(), y, z, value)
-    _bits_equal(got, want, f"{name} {dtype} value={value}")
+    got = compiled(fn, x.clone(), y, z, value)
+    bits_equal(got, want, f"{name} {dtype} value={value}")
 
 
 @needs_native
@@ -93,8 +79,8 @@ def test_addcmul_is_eagers_bits(name, dtype, value, emulate, monkeypatch):
     fn = ADDCMUL[name]
     x, y, z = _inputs(dtype)
     want = fn(x.clone(), y, z, value)
-    got = _compiled(fn, x.clone(), y, z, value)
-    _bits_equal(got, want, f"{name} {dtype} value={value}")
+    got = compiled(fn, x.clone(), y, z, value)
+    bits_equal(got, want, f"{name} {dtype} value={value}")
 
 
 @needs_native
@@ -110,15 +96,15 @@ def test_addc_layouts_and_tails(op, dtype):
                 "addcdiv": lambda x, y, z: torch.addcdiv(x, y, z, value=0.7)}[op]
     for n in (1, 7, 15, 17, 1000003):
         x, y, z = _inputs(dtype, n=n, seed=n)
-        _bits_equal(_compiled(outplace, x, y, z), outplace(x, y, z), f"{op} {dtype} n={n}")
+        bits_equal(compiled(outplace, x, y, z), outplace(x, y, z), f"{op} {dtype} n={n}")
     x, y, z = _inputs(dtype, n=4002, seed=3)
     strided = lambda: (x.clone()[::2], y.reshape(2001, 2)[:, 1], z[1::2])  # noqa: E731
-    _bits_equal(_compiled(inplace, *strided()), inplace(*strided()), f"{op}_ {dtype} strided self and tensors")
+    bits_equal(compiled(inplace, *strided()), inplace(*strided()), f"{op}_ {dtype} strided self and tensors")
     args = (x[:4000].reshape(40, 100), y[:4000].reshape(100, 40).t(), z[:4000].reshape(40, 100))
-    _bits_equal(_compiled(outplace, *args), outplace(*args), f"{op} {dtype} transposed tensor1")
+    bits_equal(compiled(outplace, *args), outplace(*args), f"{op} {dtype} transposed tensor1")
     x, y, z = _inputs(dtype, n=7 * 1001, seed=4)
     args = (x.reshape(1001, 7), y[:1001].reshape(1001, 1), z[:7])
-    _bits_equal(_compiled(outplace, *args), outplace(*args), f"{op} {dtype} broadcast [1001, 1] x [7]")
+    bits_equal(compiled(outplace, *args), outplace(*args), f"{op} {dtype} broadcast [1001, 1] x [7]")
 
 
 @needs_native
@@ -130,10 +116,10 @@ def test_integer_addcmul_wraps_like_eager(dtype):
     info = torch.iinfo(dtype)
     x, y, z = (torch.randint(info.min, info.max, (1003,), generator=g, dtype=dtype) for _ in range(3))
     fn = lambda x, y, z: torch.addcmul(x, y, z, value=3)  # noqa: E731
-    _bits_equal(_compiled(fn, x, y, z), fn(x, y, z), f"addcmul {dtype}")
+    bits_equal(compiled(fn, x, y, z), fn(x, y, z), f"addcmul {dtype}")
     torch._dynamo.reset()
     fn = lambda x, y, z: torch.addcmul(x, y, z, value=2.5)  # noqa: E731
-    _bits_equal(torch.compile(fn, backend="autofuse")(x, y, z), fn(x, y, z), f"addcmul {dtype} value=2.5")
+    bits_equal(torch.compile(fn, backend="autofuse")(x, y, z), fn(x, y, z), f"addcmul {dtype} value=2.5")
     if dtype == torch.int8:
         torch._dynamo.reset()
         with pytest.raises(Exception, match="overflow"):
@@ -148,7 +134,7 @@ def test_addc_dynamic_value():
     c = torch.compile(fn, backend="autofuse")
     x, y, z = _inputs(torch.float16)
     for v in (0.1, 0.2, 0.3):
-        _bits_equal(c(x.clone(), y, z, v), fn(x.clone(), y, z, v), f"addcdiv_ value={v}")
+        bits_equal(c(x.clone(), y, z, v), fn(x.clone(), y, z, v), f"addcdiv_ value={v}")
 
 
 @needs_native
@@ -163,8 +149,8 @@ def test_zero_dim_tensor_value(dtype, value_dtype):
     v = torch.tensor(-0.1, dtype=value_dtype)
     div = lambda x, y, z, v: x.addcdiv_(y, z, value=v)  # noqa: E731
     mul = lambda x, y, z, v: x.addcmul_(y, z, value=v)  # noqa: E731
-    _bits_equal(_compiled(div, x.clone(), y, z, v), div(x.clone(), y, z, v), f"addcdiv_ {dtype} tensor value")
-    _bits_equal(_compiled(mul, x.clone(), y, z, v), mul(x.clone(), y, z, v), f"addcmul_ {dtype} tensor value")
+    bits_equal(compiled(div, x.clone(), y, z, v), div(x.clone(), y, z, v), f"addcdiv_ {dtype} tensor value")
+    bits_equal(compiled(mul, x.clone(), y, z, v), mul(x.clone(), y, z, v), f"addcmul_ {dtype} tensor value")
 
 
 def test_user_chain_is_not_rewritten():

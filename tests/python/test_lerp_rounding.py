@@ -18,6 +18,7 @@ import math
 import pytest
 import torch
 
+from rounding_util import bits_equal, compiled
 from autofuse import backend
 
 needs_native = pytest.mark.skipif(not backend.has_native_kernels(), reason="needs the native kernel path (_core.Kernel)")
@@ -50,22 +51,6 @@ def _inputs(dtype, n=100003, seed=19):
     return s.to(dtype), e.to(dtype), w.to(dtype)
 
 
-def _compiled(fn, *args):
-    torch._dynamo.reset()
-    n0 = len(backend.RECORDS)
-    got = torch.compile(fn, backend="autofuse", dynamic=False)(*args)
-    assert any(s.kind == "kernel" for r in backend.RECORDS[n0:] for s in r.steps), "expected a kernel"
-    return got
-
-
-def _bits_equal(got, want, what):
-    """Equal elements, NaN where eager has NaN (a NaN's payload is not compared)."""
-    assert got.dtype == want.dtype and got.shape == want.shape, what
-    bad = (got != want) & ~(got.isnan() & want.isnan())
-    assert not bool(bad.any()), (f"{what}: {int(bad.sum())} of {bad.numel()} differ, e.g. ours "
-                                 f"{got[bad][:4].tolist()} eager {want[bad][:4].tolist()}")
-
-
 def _all_scalar_weights(s, e):
     return tuple(torch.lerp(s, e, w) for w in WEIGHTS)
 
@@ -85,13 +70,13 @@ def test_lerp_scalar_weight_is_eagers_bits(dtype, emulate, monkeypatch):
     monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
     s, e, _ = _inputs(dtype)
     want = _all_scalar_weights(s, e)
-    got = _compiled(_all_scalar_weights, s, e)
+    got = compiled(_all_scalar_weights, s, e)
     for w, a, b in zip(WEIGHTS, got, want):
-        _bits_equal(a, b, f"torch.lerp {dtype} weight={w}")
+        bits_equal(a, b, f"torch.lerp {dtype} weight={w}", nan_equal=True)
     want = _all_scalar_weights_inplace([s.clone() for _ in WEIGHTS], e)
-    got = _compiled(_all_scalar_weights_inplace, [s.clone() for _ in WEIGHTS], e)
+    got = compiled(_all_scalar_weights_inplace, [s.clone() for _ in WEIGHTS], e)
     for w, a, b in zip(WEIGHTS, got, want):
-        _bits_equal(a, b, f"lerp_ {dtype} weight={w}")
+        bits_equal(a, b, f"lerp_ {dtype} weight={w}", nan_equal=True)
 
 
 @needs_native
@@ -104,11 +89,13 @@ def test_lerp_tensor_weight_is_eagers_bits(dtype, emulate, monkeypatch):
     monkeypatch.setenv("AUTOFUSE_EMULATE_PRECISION_CASTS", emulate)
     s, e, w = _inputs(dtype)
     fn = lambda s, e, w: torch.lerp(s, e, w)  # noqa: E731
-    _bits_equal(_compiled(fn, s, e, w), fn(s, e, w), f"torch.lerp {dtype} tensor weight")
+    bits_equal(compiled(fn, s, e, w), fn(s, e, w), f"torch.lerp {dtype} tensor weight", nan_equal=True)
     inplace = lambda s, e, w: s.lerp_(e, w)  # noqa: E731
-    _bits_equal(_compiled(inplace, s.clone(), e, w), inplace(s.clone(), e, w), f"lerp_ {dtype} tensor weight")
+    bits_equal(compiled(inplace, s.clone(), e, w), inplace(s.clone(), e, w), f"lerp_ {dtype} tensor weight",
+               nan_equal=True)
     for w0 in (torch.tensor(0.1, dtype=dtype), torch.tensor(-0.9, dtype=torch.float64)):
-        _bits_equal(_compiled(inplace, s.clone(), e, w0), inplace(s.clone(), e, w0), f"lerp_ {dtype} weight {w0}")
+        bits_equal(compiled(inplace, s.clone(), e, w0), inplace(s.clone(), e, w0), f"lerp_ {dtype} weight {w0}",
+                   nan_equal=True)
 
 
 @needs_native
@@ -120,20 +107,20 @@ def test_lerp_layouts_and_tails(dtype):
     tensor = lambda s, e, w: torch.lerp(s, e, w)  # noqa: E731
     for n in (1, 7, 15, 17):
         s, e, w = _inputs(dtype, n=n, seed=n)
-        _bits_equal(_compiled(scalar, s, e), scalar(s, e), f"lerp {dtype} n={n} weight 0.7")
-        _bits_equal(_compiled(tensor, s, e, w), tensor(s, e, w), f"lerp {dtype} n={n} tensor weight")
+        bits_equal(compiled(scalar, s, e), scalar(s, e), f"lerp {dtype} n={n} weight 0.7", nan_equal=True)
+        bits_equal(compiled(tensor, s, e, w), tensor(s, e, w), f"lerp {dtype} n={n} tensor weight", nan_equal=True)
     s, e, w = _inputs(dtype, n=4002, seed=3)
     inplace = lambda s, e, w: s.lerp_(e, w)  # noqa: E731
     strided = lambda: (s.clone()[::2], e.reshape(2001, 2)[:, 1], w[1::2])  # noqa: E731
-    _bits_equal(_compiled(inplace, *strided()), inplace(*strided()), f"lerp_ {dtype} strided")
+    bits_equal(compiled(inplace, *strided()), inplace(*strided()), f"lerp_ {dtype} strided", nan_equal=True)
     args = (s[:4000].reshape(40, 100), e[:4000].reshape(100, 40).t(), w[:100])
-    _bits_equal(_compiled(tensor, *args), tensor(*args), f"lerp {dtype} transposed end, weight [100]")
+    bits_equal(compiled(tensor, *args), tensor(*args), f"lerp {dtype} transposed end, weight [100]", nan_equal=True)
     args = (s[:4000].reshape(40, 100), e[:4000].reshape(40, 100), w[:40].reshape(40, 1))
-    _bits_equal(_compiled(tensor, *args), tensor(*args), f"lerp {dtype} weight [40, 1]")
+    bits_equal(compiled(tensor, *args), tensor(*args), f"lerp {dtype} weight [40, 1]", nan_equal=True)
     args = (s[:40].reshape(40, 1), e[:4000].reshape(40, 100))
-    _bits_equal(_compiled(scalar, *args), scalar(*args), f"lerp {dtype} start [40, 1] weight 0.7")
+    bits_equal(compiled(scalar, *args), scalar(*args), f"lerp {dtype} start [40, 1] weight 0.7", nan_equal=True)
     low = lambda s, e: torch.lerp(s, e, 0.2)  # noqa: E731
-    _bits_equal(_compiled(low, *args), low(*args), f"lerp {dtype} start [40, 1] weight 0.2")
+    bits_equal(compiled(low, *args), low(*args), f"lerp {dtype} start [40, 1] weight 0.2", nan_equal=True)
 
 
 @needs_native
@@ -161,6 +148,6 @@ def test_lerp_gradients(dtype):
         torch._dynamo.reset()
         got = run(torch.compile(fn, backend="autofuse", dynamic=False), *ts)
         want = run(fn, *ts)
-        _bits_equal(got[0], want[0], f"lerp {name} forward")
+        bits_equal(got[0], want[0], f"lerp {name} forward", nan_equal=True)
         for i, (a, b) in enumerate(zip(got[1:], want[1:])):
             torch.testing.assert_close(a, b, msg=f"lerp {name}: gradient of argument {i}")
