@@ -14,6 +14,7 @@
 
 #include "autofuse/codegen/kernel.h"
 #include "autofuse/ir/parser.h"
+#include "autofuse/runtime/isa.h"
 #include "autofuse/runtime/thread_pool.h"
 #include "autofuse/tiling/tiling_function.h"
 #include "kernel_test_util.h"
@@ -82,7 +83,8 @@ TEST(TilingThreads, OrderOfEveryDecisionIsTheSameAtEveryThreadCount) {
   EXPECT_GT(vrows, 10);  // ... and VectorRows
 }
 
-// Kernels whose calls run the Split tiling: bit-identical outputs on 1, 2, 3 and 4 threads (f32 sum / mean, bf16
+// Kernels whose calls run the Split tiling (whether they do is the cost model's, but it is the same at every thread
+// count, tiling_function.cpp order_choice): bit-identical outputs on 1, 2, 3 and 4 threads (f32 sum / mean, bf16
 // amax over a long axis with few kept elements; f32 sum and amin along rows), each within the interpreter's
 // tolerance. Before session 19: [100003, 3] f32 sum(0) gave four different last bits at 1, 2, 3 and 4 threads.
 TEST(TilingThreads, SplitResultsAreBitIdenticalOnOneToFourThreads) {
@@ -97,6 +99,7 @@ TEST(TilingThreads, SplitResultsAreBitIdenticalOnOneToFourThreads) {
                         {"sum", "f32", 1, 3, 1 << 20},       {"amin", "f32", 1, 1, 1 << 21},
                         {"mean", "f32", 1, 1, (1 << 22) + 5}};
   std::mt19937_64 rng(19);
+  int split_cases = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op + " " + c.dt + " axis " + std::to_string(c.axis) + " [" + std::to_string(c.rows) + ", " +
                  std::to_string(c.cols) + "]");
@@ -105,10 +108,14 @@ TEST(TilingThreads, SplitResultsAreBitIdenticalOnOneToFourThreads) {
     HostTensor x = HostTensor::empty(g.node(g.inputs()[0]).dtype, {c.rows, c.cols});
     kernel_testing::fill_random(x, rng, false);
     std::vector<HostTensor> first;
+    bool first_split = false;
     for (int t = 1; t <= 4; ++t) {
       set_num_threads(t);
       const TilingDecision d = k->tiling().decide({c.rows, c.cols});
-      EXPECT_EQ(d.pick().kind, TilingKind::Split) << t << " threads: " << d.describe();
+      const bool split = d.pick().kind == TilingKind::Split;
+      if (t == 1) first_split = split;
+      EXPECT_EQ(split, first_split) << t << " threads: " << d.describe();  // Split or not: the same on every count
+      if (t == 1 && split) ++split_cases;
       std::vector<HostTensor> out = kernel_testing::run_kernel(*k, {x});
       if (t == 1) {
         kernel_testing::expect_matches_interpreter(*k, {x}, "1 thread");
@@ -119,6 +126,9 @@ TEST(TilingThreads, SplitResultsAreBitIdenticalOnOneToFourThreads) {
       }
     }
   }
+  // All 7 on AVX-512 and AVX2; the scalar helpers' [1048576, 4] keeps the row schedules (Split within the model's
+  // 5 % noise floor of them there).
+  EXPECT_GE(split_cases, 6) << "too few of the cases ran Split to test it";
 }
 
 // A forced Split (tests, benchmark) slices by the sizes too: random small shapes give the same bits on 1-5 threads.
@@ -170,26 +180,31 @@ TEST(TilingThreads, ShortSoftmaxRowsGiveTheSameBitsOnEveryThreadCount) {
 }
 
 // The row schedules may still differ by thread count (NarrowRows when the default blocks leave threads idle): they
-// must sum every output in the same order, so forced Rows and NarrowRows give the same bits.
+// must sum every output in the same order, so forced Rows and NarrowRows give the same bits. 16 threads, so that
+// the default blocks leave threads idle whatever the vector width (at 4, AVX2's [1000, 300] blocked 5 rows); a
+// shape whose blocks still fill them (the scalar helpers' [1000, 300]: 38 rows) has no NarrowRows to compare.
 TEST(TilingThreads, NarrowRowsSumInTheOrderOfRows) {
   TilingRestore restore;
   std::mt19937_64 rng(11);
   for (const char* op : {"sum", "mean", "amax"}) {
     const Graph g = parse_graph(reduce_ir(op, "f32", 0));
     auto k = Kernel::compile(g);
+    int narrow = 0;
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 300}, {4097, 64}, {333, 17}, {20000, 40}}) {
       HostTensor x = HostTensor::empty(DType::Float32, {rows, cols});
       kernel_testing::fill_random(x, rng, false);
-      set_num_threads(4);
+      set_num_threads(16);
       force_tiling_kind(TilingKind::Rows);
       const std::vector<HostTensor> a = kernel_testing::run_kernel(*k, {x});
       force_tiling_kind(TilingKind::NarrowRows);
       const TilingDecision d = k->tiling().decide({rows, cols});
       const std::vector<HostTensor> b = kernel_testing::run_kernel(*k, {x});
       force_tiling_kind(std::nullopt);
-      EXPECT_EQ(d.pick().kind, TilingKind::NarrowRows) << d.describe();
+      if (d.pick().kind != TilingKind::NarrowRows) continue;  // not a candidate here (the blocks fill the threads)
+      ++narrow;
       EXPECT_TRUE(same_bits(a[0], b[0])) << op << " [" << rows << ", " << cols << "]";
     }
+    EXPECT_GE(narrow, 3) << op << ": NarrowRows was a candidate for too few shapes to test";
   }
 }
 
@@ -220,18 +235,29 @@ TEST(TilingThreads, ArgmaxTiesResolveAlikeUnderRowsAndVectorRows) {
 }
 
 // Split only where its cost on one thread stays within budget (tiling_function.h kSplitOneThreadBudget): small calls
-// and wide outputs, which split on 2 threads before, keep the row schedule at every thread count.
+// and wide outputs, which split on 2 threads before, keep the row schedule at every thread count. The budget counts
+// vector iterations, so it depends on the vector width: the shapes below are within it on 8 and 16 lanes (AVX2,
+// AVX-512), not on the scalar helpers' narrower vectors, where splitting pays sooner. Whether a call that passes the
+// budget splits is the cost model's, from the measured machine ([4096, 300] sum(0) split on Zen 3 with AVX2 and not
+// on Zen 4 or 5), so for it the test asserts only that Split never runs outside the budget.
 TEST(TilingThreads, SmallCallsAndWideOutputsAreNotSplit) {
+  if (isa_vector_bytes(host_isa()) < 32)
+    GTEST_SKIP() << "budget shapes sized for 8 or 16 f32 lanes; ISA " << host_isa();
   TilingRestore restore;
   auto o = Kernel::compile(parse_graph(reduce_ir("sum", "f32", 0)));
   auto r = Kernel::compile(parse_graph(reduce_ir("sum", "f32", 1)));
   for (int t = 1; t <= 4; ++t) {
     set_num_threads(t);
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 300}, {4096, 300}, {16384, 3}})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 300}, {16384, 3}}) {
+      EXPECT_EQ(o->tiling().split_slices({rows, cols}), 0) << rows << " x " << cols;
       EXPECT_NE(o->tiling().decide({rows, cols}).pick().kind, TilingKind::Split) << rows << " x " << cols;
-    EXPECT_NE(r->tiling().decide({7, 100003}).pick().kind, TilingKind::Split);
-    EXPECT_EQ(o->tiling().split_slices({1000, 300}), 0);
+    }
     EXPECT_EQ(r->tiling().split_slices({3, 100003}), 0);
+    EXPECT_EQ(r->tiling().split_slices({7, 100003}), 0);
+    EXPECT_NE(r->tiling().decide({7, 100003}).pick().kind, TilingKind::Split);
+    if (o->tiling().decide({4096, 300}).pick().kind == TilingKind::Split) {
+      EXPECT_GE(o->tiling().split_slices({4096, 300}), 2);
+    }
     EXPECT_GE(o->tiling().split_slices({100003, 3}), 2);
   }
 }
