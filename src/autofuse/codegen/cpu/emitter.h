@@ -69,7 +69,7 @@ class Emitter {
     store_rounds_ = casts_rounded_by_store(g, nest, o);
     bounds_ = softmax_value_bounds(g);
     plan_pipeline();
-    if (pipelined_ && o.lanes == 16) flag_sum_ = row_flag_sums(g, rcp_, bounds_);
+    if (pipelined_ && (o.lanes == 16 || o.lanes == 8)) flag_sum_ = row_flag_sums(g, rcp_, bounds_);  // AVX-512, AVX2
     flag_of_sum_.assign(g.size(), false);
     for (ValueId sv : flag_sum_)
       if (sv >= 0) flag_of_sum_[static_cast<size_t>(sv)] = true;
