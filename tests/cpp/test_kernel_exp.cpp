@@ -112,6 +112,28 @@ TEST(KernelExp, SpecialValues) {
   EXPECT_EQ(ys[4], 1.0f);
 }
 
+TEST(KernelExp, BitsDoNotDependOnNeighbours) {
+  // AVX2's exp has two forms (a table for lanes in [-86, 88], the wide form for the rest) chosen per lane: an
+  // element's bits must not change when a neighbour in its vector is -inf (a causal mask), NaN, far below or above.
+  std::mt19937_64 rng(20261202);
+  std::uniform_real_distribution<float> u(-86.0f, 88.0f);
+  std::vector<float> xs(4099);
+  for (float& v : xs) v = u(rng);
+  const std::vector<float> base = run_f32(kExp, xs);
+  const float odd[] = {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -95.0f, 89.0f,
+                       -1e30f};
+  for (size_t k = 0; k < 5; ++k) {
+    std::vector<float> mixed = xs;
+    for (size_t i = k; i < mixed.size(); i += 5) mixed[i] = odd[k];
+    const std::vector<float> ys = run_f32(kExp, mixed);
+    int64_t bad = 0;
+    for (size_t i = 0; i < xs.size(); ++i)
+      if ((i % 5) != k && float_to_bits(ys[i]) != float_to_bits(base[i]) && ++bad < 5)
+        ADD_FAILURE() << "exp(" << xs[i] << ") next to " << odd[k] << ": " << ys[i] << " against " << base[i];
+    EXPECT_EQ(bad, 0) << "neighbour " << odd[k];
+  }
+}
+
 TEST(KernelDivByRowValue, BitIdenticalToIeeeDivision) {
   // y = x / sum(x) per row: the kernel divides by a kept divisor through its reciprocal (af_div_rcp); outputs s too,
   // so y can be checked bit for bit against x / s. Rows mix ordinary values with zeros, -0, subnormals, huge and tiny
