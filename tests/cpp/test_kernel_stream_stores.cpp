@@ -270,5 +270,22 @@ TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
   EXPECT_NE(ln32.find("__builtin_prefetch(p0 + pn0 + i1, 0, 3);"), std::string::npos);
 }
 
+// The next-row prefetch of an output is dropped in streaming calls only where the output's vectors stream: an f32
+// output always (AVX-512 and AVX2), a bf16 one only where AF_STREAMS_BF16 is set (AVX-512; AVX2's 16-byte bf16
+// vectors take ordinary stores, session 22), so the bf16 layer norm keeps its write prefetch on AVX2.
+TEST(KernelStreamStores, OutputPrefetchIsDroppedOnlyWhereTheOutputStreams) {
+  const std::string ln = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "bf16")))->source();
+  const std::string body = ln.substr(ln.find("extern \"C\" void af_"));
+  EXPECT_NE(body.find("if (!(af_nt && AF_STREAMS_BF16)) __builtin_prefetch(p"), std::string::npos) << body;
+  EXPECT_EQ(body.find("if (!af_nt) __builtin_prefetch("), std::string::npos) << body;
+  const std::string ln32 = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "f32")))->source();
+  const std::string body32 = ln32.substr(ln32.find("extern \"C\" void af_"));
+  EXPECT_NE(body32.find("if (!af_nt) __builtin_prefetch(p"), std::string::npos) << body32;
+  EXPECT_EQ(body32.find("AF_STREAMS_BF16"), std::string::npos);
+  // The helper header agrees with the emitter: bf16 streams exactly where the vector is 32 bytes (AVX-512).
+  EXPECT_NE(ln.find("#ifdef AF_X86_512\n#define AF_STREAMS_BF16 1\n#else\n#define AF_STREAMS_BF16 0"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace autofuse

@@ -118,7 +118,10 @@ void Emitter::emit_prefetches() {
       if (!in_pipeline_ && prefetches_far(k))
         line("if (af_far) __builtin_prefetch(p" + s(k) + " + pq" + s(k) + " + i" + s(v_) + ", 0, 1);");
     } else if (streams_output(k)) {  // a streamed output's lines are not read for ownership: nothing to prefetch
-      line("if (!af_nt) __builtin_prefetch(" + pf + ", 1, 3);");
+      // AVX2 does not stream bf16 (AF_STREAMS_BF16 0, af_kernel.inc): its output lines are prefetched as in cache
+      const bool bf16 = g_.node(nest_.operands[k]).dtype == DType::BFloat16;
+      line(std::string(bf16 ? "if (!(af_nt && AF_STREAMS_BF16))" : "if (!af_nt)") + " __builtin_prefetch(" + pf +
+           ", 1, 3);");
     } else {
       line("__builtin_prefetch(" + pf + ", 1, 3);");
     }
