@@ -178,7 +178,8 @@ Kernel::VariantSource Kernel::variant_source(const std::vector<bool>& unit_inner
   vs.func = "af_" + sha256_hex(placeholder).substr(0, 20);
   o.func_name = vs.func;
   // The compiled source is the placeholder one with its one `extern "C" void af_entry(` renamed (emitting it again
-  // cost a third of a warm Kernel::compile's instructions, session 22); the header never names af_entry.
+  // cost ~2M of a warm Kernel::compile's 18.5M instructions for an f32 add, session 22); the header never names
+  // af_entry.
   const std::string decl = "extern \"C\" void af_entry(";
   const size_t at = placeholder.find(decl);
   if (at == std::string::npos || placeholder.find(decl, at + 1) != std::string::npos)
