@@ -148,12 +148,13 @@ class Emitter {
     --ind_;
     line("}");
   }
-  /// A group of kRowChains unrolled vectors (the row loops' and the pipelined loop's chain groups): while a whole
-  /// group remains before `be`, vector c goes to chain c (`body(c)` emits it), then `ia` advances one vector.
+  /// A group of `copies` unrolled vectors (the row loops' and the pipelined loop's chain groups, kRowChains; a
+  /// one-chain pass's unrolled pair, kPairCopies): while a whole group remains before `be`, `body(c)` emits vector c
+  /// of the group (a chained pass accumulates it into chain c), then `ia` advances one vector.
   template <class Body>
-  void emit_chain_group(const std::string& ia, Body&& body) {
-    open("for (; " + ia + " + " + s(kRowChains) + " * AF_W <= be;)");
-    for (int c = 0; c < kRowChains; ++c) {
+  void emit_chain_group(const std::string& ia, Body&& body, int copies = kRowChains) {
+    open("for (; " + ia + " + " + s(copies) + " * AF_W <= be;)");
+    for (int c = 0; c < copies; ++c) {
       open("");
       body(c);
       line(ia + " += AF_W;");
@@ -271,7 +272,9 @@ class Emitter {
   void emit_lookahead_start(const RowDigits& next, const RowDigits& far);
   void emit_lookahead_advance(const RowDigits& next, const RowDigits& far);
   void emit_next_row_offsets();
-  void emit_prefetches();
+  /// The next-row prefetches of one vector; `copy` is its position in an unrolled group (0 in a rolled loop): an
+  /// operand whose vector is narrower than a cache line is prefetched only in the copies that start a new line.
+  void emit_prefetches(int copy = 0);
   // Whether operand k's unit-stride whole-vector stores follow the launch flag AF_LF_STREAM (af_sto). Not inside
   // the pipelined row loop for 16-bit outputs: there the bf16 softmax (the kernels pipelined by default) measured
   // 1.06-1.19x the time with streaming stores on Zen 5 (docs/codegen.md, session 10), its half-line (32-byte) stores
@@ -317,13 +320,13 @@ class Emitter {
     auto saved_scope = in_scope_;
     if (uses_stash) {
       open("if (af_use_stash)");
-      emit_pass_loops(p, accs, need_st, cascade, true);
+      emit_pass_loops(p, accs, need_st, cascade, true, true);
       cur_ = saved;
       in_scope_ = saved_scope;
       close();
       open("else");
     }
-    emit_pass_loops(p, accs, need, cascade, false);
+    emit_pass_loops(p, accs, need, cascade, false, !uses_stash);
     if (uses_stash) close();
     cur_ = saved;
     in_scope_ = saved_scope;
@@ -331,9 +334,11 @@ class Emitter {
     emit_kept(p);
   }
 
-  /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail.
+  /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail. `stash_mode`: the
+  /// copy for rows that fit the stash; `main_copy`: that copy, or the only one of a pass that reads no stash (the
+  /// copy for rows past the stash is not unrolled where it would be rolled otherwise: less code to compile).
   void emit_pass_loops(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
-                       bool cascade, bool stash_mode) {
+                       bool cascade, bool stash_mode, bool main_copy) {
     std::vector<int> ra = nest_.reduce_axes();
     open("");
     int open_loops = 0;
@@ -352,8 +357,13 @@ class Emitter {
     // loop is unrolled by kRowChains vectors, vector u of each step accumulating into chain u (independent
     // dependency chains: a sum or max otherwise waits for the previous add or compare-and-select), then a loop of
     // single vectors (chain 0) and the masked tail (chain 0). The chains are folded in order 0, 1, 2, 3.
-    // Passes computing a transcendental function stay rolled (one chain): the function's throughput hides the add
-    // latency, and four copies of its inline code doubled a softmax's compile time (0.19 -> 0.40 s).
+    // Passes computing a transcendental function keep one chain: the function's throughput hides the add latency,
+    // and four copies of its inline code doubled a softmax's compile time (0.19 -> 0.40 s). They, and the pass that
+    // prefetches the next row when it has no chains, are unrolled by kPairCopies vectors into one chain (the same
+    // order of additions as a rolled loop, so the same bits as the pipelined loop), and only the group's first copy
+    // prefetches a vector narrower than a line. Zen 3 (AVX2), one thread, against the rolled loop (session 23,
+    // docs/codegen.md): bf16 softmax [32, 4096] 0.90x the time; bf16 layer_norm 0.95x in cache, 0.93-0.94x at DRAM
+    // size.
     bool costly = false;
     for (size_t i = 0; i < g_.size(); ++i)
       costly = costly || (need[i] && !(stash_mode && is_stashed(i) && stash_pass_[i] < p) &&
@@ -384,20 +394,24 @@ class Emitter {
       }
       line("int64_t " + ia + " = bb;");
       auto before = cur_;
-      auto body = [&](bool tail, int chain) {
+      auto body = [&](bool tail, int chain, int copy) {
         if (inner_) line(std::string("const int64_t n = ") + (tail ? "be - " + ia : "AF_W") + ";");
         line("const int64_t rl" + s(a) + " = " + rl + " * n" + s(a) + " + " + ia + "; (void)rl" + s(a) + ";");
         cur_ = before;
         advance_offsets(a, "o");
-        emit_pass_body(p, accs, need, cascade, tail, "rl" + s(a), stash_mode, chain);
+        emit_pass_body(p, accs, need, cascade, tail, "rl" + s(a), stash_mode, chain, copy);
       };
-      if (chains) emit_chain_group(ia, [&](int c) { body(false, c); });
+      if (chains)
+        emit_chain_group(ia, [&](int c) { body(false, c, c); });
+      else if (inner_ && main_copy && (costly || p == prefetch_pass_))
+        emit_chain_group(
+            ia, [&](int c) { body(false, 0, c); }, kPairCopies);
       for (int tail = 0; tail < (inner_ ? 2 : 1); ++tail) {
         if (!tail)
           open("for (; " + ia + " + " + step + " <= be; " + ia + " += " + step + ")");
         else
           open("if (" + ia + " < be)");
-        body(tail == 1, 0);
+        body(tail == 1, 0, 0);
         close();
       }
       if (cascade) {
@@ -432,11 +446,13 @@ class Emitter {
     close();
   }
 
+  /// One vector of pass p's row loop: its values, accumulations and stores. `chain`: the accumulator chain it adds
+  /// to; `copy`: its position in an unrolled group (emit_prefetches), 0 in a rolled loop or the tail.
   void emit_pass_body(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
-                      bool cascade, bool tail, const std::string& rl, bool stash_mode, int chain) {
+                      bool cascade, bool tail, const std::string& rl, bool stash_mode, int chain, int copy = 0) {
     nrm_.clear();  // a flag x<id>_nrm exists only in the body that computes x<id>
     body_pass_ = p;
-    if (!tail && p == prefetch_pass_ && !in_pipeline_) emit_prefetches();
+    if (!tail && p == prefetch_pass_ && !in_pipeline_) emit_prefetches(copy);
     if (!tail && p == 1 && prefetch_ahead()) emit_prefetches_ahead(chain);
     if (!tail && !inner_) emit_column_prefetches(need);
     for (size_t i = 0; i < g_.size(); ++i) {
