@@ -202,8 +202,8 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
 // division's per-vector range test where exp(x - max) is 0 or >= 2^-60. Rows whose quotients are subnormal (where the
 // reciprocal form is not the IEEE quotient: ~0.2% of such pairs differ) must take the tested path; rows with -inf (a
 // causal mask: exp gives 0) may take the fast one. The pipelined loop with and without flags (-DAF_NO_ROW_FLAG)
-// against the row loop, bit for bit; f32 shows every bit of the quotient. Checked to fail with the flag's bound
-// (af_row_unit_ok) at -128 instead of -41.5.
+// against the row loop (which has the flag too since session 23), bit for bit; f32 shows every bit of the quotient.
+// Checked to fail with the flag's bound (af_row_unit_ok) at -128 instead of -41.5.
 TEST(KernelPipeline, SoftmaxRowFlagKeepsTheRangeTestWhereNeeded) {
   for (const std::string dt : {"f32", "bf16"}) {
     const Graph g = parse_graph(with_dtype(kernel_testing::kSoftmaxRowsIR, dt));

@@ -2,9 +2,10 @@
 // transcendental function (softmax's exp) or prefetches the next row without accumulator chains (layer norm's last
 // pass) runs whole pairs of vectors (kPairCopies) before its single-vector loop and tail, in the copy for rows that
 // fit the stash; the pair's second vector prefetches only where a vector is a whole cache line (emit_prefetches);
-// and the pipelined row loop is compiled by default only with 16 lanes. Bit-identity of the unrolled and rolled forms
-// (the same order of additions) is KernelPipeline.BitIdenticalToTheRowLoop's; values against the interpreter are the
-// fuzzers'. Here: the emitted structure, which a regression to the rolled loop or to a prefetch per vector would fail.
+// softmax's division pass takes the row flag; and the pipelined row loop is compiled by default only with 16 lanes.
+// Bit-identity of the unrolled and rolled forms (the same order of additions) is
+// KernelPipeline.BitIdenticalToTheRowLoop's; values against the interpreter are the fuzzers'. Here: the emitted
+// structure, which a regression to the rolled loop or to a prefetch per vector would fail.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -77,7 +78,7 @@ TEST(KernelRowUnroll, SoftmaxExpPassRunsPairsWithOnePrefetchPerLine) {
     const size_t single = in_stash.find("+ AF_W <= be;", pair);
     ASSERT_NE(single, std::string::npos) << dt << in_stash;
     const std::string pair_text = in_stash.substr(pair, single - pair);
-    EXPECT_EQ(count(pair_text, "af_exp_nonpos("), 2) << dt << pair_text;
+    EXPECT_EQ(count(pair_text, "// exp e"), 2) << dt << pair_text;
     EXPECT_EQ(count(pair_text, "__builtin_prefetch(p0 + pn0"), pair_prefetches(bytes)) << dt << pair_text;
     EXPECT_EQ(count(pair_text, "ba4 = af_add<float>(ba4, x3);"), 2) << dt << ": one chain\n" << pair_text;
     // The copy for rows past the stash stays rolled (compile time).
@@ -94,6 +95,23 @@ TEST(KernelRowUnroll, LayerNormOutputPassRunsPairs) {
     const std::string pair_text = pass3.substr(pair, pass3.find("+ AF_W <= be;", pair) - pair);
     EXPECT_EQ(count(pair_text, "__builtin_prefetch(p0 + pn0"), pair_prefetches(bytes)) << dt << pair_text;
     EXPECT_EQ(count(pair_text, "// mul y"), 2) << dt << pair_text;
+  }
+}
+
+// Softmax's row flag in the row loop (session 23; the pipelined loop's since session 13): the exp pass folds its
+// arguments into rf<s>, and the division pass runs as a generic lambda of af_fast, called with af_true_t on rows whose
+// flag is set. That the flagged row loop gives the same bits as the tested path is
+// KernelPipeline.SoftmaxRowFlagKeepsTheRangeTestWhereNeeded's (its row-loop kernel is the reference).
+TEST(KernelRowUnroll, SoftmaxDivisionPassTakesTheRowFlag) {
+  if (host_lanes() == 1) GTEST_SKIP() << "scalar helpers: no row flag (af_exp_nonpos_m is AVX-512 / AVX2 code)";
+  for (const std::string dt : {"bf16", "f32"}) {
+    const std::string body = kernel_body(kernel_testing::kSoftmaxRowsIR, dt);
+    const std::string pass2 = row_loop_pass(body, "// pass 2"), pass3 = row_loop_pass(body, "// pass 3");
+    EXPECT_NE(pass2.find("vec<uint32_t> rf"), std::string::npos) << dt << pass2;
+    EXPECT_NE(pass2.find("af_exp_nonpos_m("), std::string::npos) << dt << pass2;
+    EXPECT_NE(pass3.find("auto af_pass = [&](auto af_fast)"), std::string::npos) << dt << pass3;
+    EXPECT_NE(pass3.find("af_pass(af_true_t{}); else af_pass(false);"), std::string::npos) << dt << pass3;
+    EXPECT_NE(pass3.find("af_div_rcp_row("), std::string::npos) << dt << pass3;
   }
 }
 

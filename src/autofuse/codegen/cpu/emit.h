@@ -174,8 +174,9 @@ std::string reduction_update(const Node& n, const std::string& at, const std::st
 bool has_row_chains(OpKind k, DType in);
 /// Accumulator chains per chained row reduction; the row loop is unrolled by as many vectors (emit_kernel.cpp).
 inline constexpr int kRowChains = 4;
-/// Vectors per unrolled group of a one-chain row-loop pass that computes a transcendental function or prefetches the
-/// next row (emitter.h emit_pass_loops): two halve the loop's overhead and prefetches for one more copy of the body.
+/// Vectors per unrolled group of a row-loop pass without accumulator chains that computes a transcendental function
+/// or prefetches the next row (emitter.h emit_pass_loops): two halve the loop's overhead and prefetches for one more
+/// copy of the body.
 inline constexpr int kPairCopies = 2;
 /// `e` (a vec<float> expression) rounded to t when t is f16/bf16 (af_rnd_f16 / af_rnd_bf16), else `e` unchanged.
 std::string rounded_to(DType t, const std::string& e);

@@ -69,7 +69,7 @@ class Emitter {
     store_rounds_ = casts_rounded_by_store(g, nest, o);
     bounds_ = softmax_value_bounds(g);
     plan_pipeline();
-    if (pipelined_ && (o.lanes == 16 || o.lanes == 8)) flag_sum_ = row_flag_sums(g, rcp_, bounds_);  // AVX-512, AVX2
+    if (inner_ && (o.lanes == 16 || o.lanes == 8)) flag_sum_ = row_flag_sums(g, rcp_, bounds_);  // AVX-512, AVX2
     flag_of_sum_.assign(g.size(), false);
     for (ValueId sv : flag_sum_)
       if (sv >= 0) flag_of_sum_[static_cast<size_t>(sv)] = true;
@@ -309,6 +309,8 @@ class Emitter {
         line("vec<" + mt + "> " + nm + " = " + (mt == acc_type(nd) ? acc_init(nd) : "vec<" + mt + ">{}") + ";");
       if (nd.op == OpKind::Argmax || nd.op == OpKind::Argmin)
         line("vec<int64_t> ai" + s(static_cast<int64_t>(id)) + " = vec<int64_t>{};");
+      if (!mean_pass && flag_of_sum_[static_cast<size_t>(id)])  // the row flag's running maximum (row_flag_sums)
+        line("vec<uint32_t> rf" + s(static_cast<int64_t>(id)) + " = {};");
       cascade = cascade || is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
     }
     // Full values needed in this pass; with the row stash, stashed values of earlier passes are loaded instead.
@@ -318,20 +320,51 @@ class Emitter {
     for (size_t i = 0; i < g_.size(); ++i) uses_stash = uses_stash || (need_st[i] && is_stashed(i));
     auto saved = cur_;
     auto saved_scope = in_scope_;
+    // A pass dividing by flagged row sums (row_flag_sums) runs its main copy as a generic lambda of `af_fast`: with
+    // af_true_t on rows whose flags are set (the divisions skip their range test, af_div_rcp_row), else with false.
+    const std::string fast = row_flag_condition(uses_stash ? need_st : need);
+    auto main_copy = [&](bool stash_mode, const std::vector<bool>& nd) {
+      if (fast.empty()) return emit_pass_loops(p, accs, nd, cascade, stash_mode, true);
+      open("");
+      open("auto af_pass = [&](auto af_fast)");
+      emit_pass_loops(p, accs, nd, cascade, stash_mode, true);
+      --ind_;
+      line("};");
+      line("if (" + fast + ") af_pass(af_true_t{}); else af_pass(false);");
+      close();
+    };
     if (uses_stash) {
       open("if (af_use_stash)");
-      emit_pass_loops(p, accs, need_st, cascade, true, true);
+      main_copy(true, need_st);
       cur_ = saved;
       in_scope_ = saved_scope;
       close();
       open("else");
+      if (!row_flag_condition(need).empty()) line("const bool af_fast = false;");
+      emit_pass_loops(p, accs, need, cascade, false, false);
+      close();
+    } else {
+      main_copy(false, need);
     }
-    emit_pass_loops(p, accs, need, cascade, false, !uses_stash);
-    if (uses_stash) close();
     cur_ = saved;
     in_scope_ = saved_scope;
     finalize(p, accs);
     emit_kept(p);
+  }
+
+  /// The row flags (x<s>_ok, joined by &&) of the flagged sums s that a division e / s among the values `need`
+  /// divides by (use_row_flags rewrites it to af_div_rcp_row), or "" if none.
+  std::string row_flag_condition(const std::vector<bool>& need) const {
+    std::string c;
+    for (size_t i = 0; i < g_.size() && !flag_sum_.empty(); ++i) {
+      const Node& nd = g_.node(static_cast<ValueId>(i));
+      if (!need[i] || nd.op != OpKind::Div || nd.inputs.size() != 2 ||
+          flag_sum_[static_cast<size_t>(nd.inputs[0])] != nd.inputs[1])
+        continue;
+      const std::string f = "x" + s(static_cast<int64_t>(nd.inputs[1])) + "_ok";
+      if (c.find(f) == std::string::npos) c += (c.empty() ? "" : " && ") + f;
+    }
+    return c;
   }
 
   /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail. `stash_mode`: the
@@ -359,11 +392,12 @@ class Emitter {
     // single vectors (chain 0) and the masked tail (chain 0). The chains are folded in order 0, 1, 2, 3.
     // Passes computing a transcendental function keep one chain: the function's throughput hides the add latency,
     // and four copies of its inline code doubled a softmax's compile time (0.19 -> 0.40 s). They, and the pass that
-    // prefetches the next row when it has no chains, are unrolled by kPairCopies vectors into one chain (the same
-    // order of additions as a rolled loop, so the same bits as the pipelined loop), and only the group's first copy
-    // prefetches a vector narrower than a line. Zen 3 (AVX2), one thread, against the rolled loop (session 23,
-    // docs/codegen.md): bf16 softmax [32, 4096] 0.90x the time; bf16 layer_norm 0.95x in cache, 0.93-0.94x at DRAM
-    // size.
+    // prefetches the next row when it has no chains (layer norm's output pass), are unrolled by kPairCopies vectors
+    // into one chain (the same order of operations as a rolled loop, so the same bits as the pipelined loop), and
+    // only the group's first copy prefetches a vector narrower than a line. Zen 3 (AVX2), one thread, against the
+    // rolled loop (session 23, docs/codegen.md): bf16 softmax's exp pass [32, 4096] 0.90x the time; bf16 layer_norm
+    // 0.95x in cache, 0.93-0.94x at DRAM size. Unrolling softmax's division pass as well measured no faster (0.93-0.97
+    // against 0.95) and took 0.16 s more to compile (its row-flag lambda has two copies).
     bool costly = false;
     for (size_t i = 0; i < g_.size(); ++i)
       costly = costly || (need[i] && !(stash_mode && is_stashed(i) && stash_pass_[i] < p) &&
@@ -565,7 +599,7 @@ class Emitter {
       const bool rcp = nd.op == OpKind::Div && !rcp_.empty() && rcp_[static_cast<size_t>(nd.inputs[1])];
       const ValueBound b0 = nd.inputs.empty() ? ValueBound::None : bounds_[static_cast<size_t>(nd.inputs[0])];
       e = op_expression(g_, nd, args, o_.precision, rcp ? args[1] + "_r" : "", b0);
-      if (in_pipeline_) use_row_flags(id, nd, args, e);
+      use_row_flags(id, nd, args, e);
       if (store_rounds_[static_cast<size_t>(id)] == StoreRounds::Copy && nrm_.count(nd.inputs[0])) {  // x * 1 == x
         line("const bool " + var + "_nrm = " + args[0] + "_nrm;");
         nrm_.insert(id);
@@ -584,16 +618,17 @@ class Emitter {
       line("const vec<float> " + var + "_r = af_splat<float>(1.0f / " + var + "[0]);");
     // The row flag (row_flag_sums): false unless every exp of this pass folded its argument into rf<id> (rf starts
     // at 0, which would pass).
-    if (in_pipeline_ && flag_of_sum_[static_cast<size_t>(id)])
+    if (flag_of_sum_[static_cast<size_t>(id)])
       line("const bool " + var + "_ok = " +
            (wired_.count(id) ? "af_row_unit_ok(rf" + s(static_cast<int64_t>(id)) + ") && af_rcp_row_ok(" + var + "[0])"
                              : std::string("false")) +
            ";");
   }
 
-  /// In the pipelined row loop, rewrites expression `e` of node nd = value id (inputs named by args) for the row flags
-  /// of row_flag_sums: an exp e computed in the pass accumulating its sum s folds its argument into rf<s>
-  /// (af_exp_nonpos_m); a division e / s becomes af_div_rcp_row with the column loop's `af_fast` (emit_pipeline.cpp).
+  /// Rewrites expression `e` of node nd = value id (inputs named by args) for the row flags of row_flag_sums: an exp
+  /// e computed in the pass accumulating its sum s folds its argument into rf<s> (af_exp_nonpos_m); a division e / s
+  /// becomes af_div_rcp_row with `af_fast` (the pipelined loop's column loop, emit_pipeline.cpp; the row loop's
+  /// emit_pass).
   /// Throws std::logic_error if the expected call is not in `e`.
   void use_row_flags(ValueId id, const Node& nd, const std::vector<std::string>& args, std::string& e) {
     if (flag_sum_.empty()) return;
@@ -643,7 +678,7 @@ class Emitter {
   std::vector<StoreRounds> store_rounds_;  // per value: casts_rounded_by_store's finding
   std::vector<ValueBound> bounds_;         // per value: its proven sign or range (softmax_value_bounds)
   std::vector<ValueId> flag_sum_;          // per exp value: the sum whose row flag it feeds (row_flag_sums), or -1;
-                                           // empty unless the pipelined loop is emitted for AVX-512
+                                           // empty unless row reductions with AVX-512 or AVX2
   std::vector<bool> flag_of_sum_;          // per value: a sum with a row flag (running maximum rf<id>, flag x<id>_ok)
   int body_pass_ = 0;                      // the pass whose per-vector body is being emitted (0: none)
   std::set<ValueId> wired_;                // flagged sums whose exp updates rf<id> in the pass summing it
