@@ -37,6 +37,22 @@ inline constexpr const char* kSoftmaxRowsIR = R"(graph softmax(%x: DT[s0, s1]) {
   return %y
 })";
 
+/// Row layer norm over [s0, s1] with weight and bias [s1] (mean, deviations, variance, rsqrt, scale, shift) as an IR
+/// template for with_dtype, shared by the pipelined-row and row-unroll tests.
+inline constexpr const char* kLayerNormRowsIR = R"(graph layer_norm(%x: DT[s0, s1], %w: DT[s1], %b: DT[s1]) {
+  %m = mean(%x) {axes=[1], keepdim=true}
+  %d = sub(%x, %m)
+  %q = mul(%d, %d)
+  %v = mean(%q) {axes=[1], keepdim=true}
+  %e = constant() {value=1e-5, dtype=DT}
+  %ve = add(%v, %e)
+  %r = rsqrt(%ve)
+  %n = mul(%d, %r)
+  %s = mul(%n, %w)
+  %y = add(%s, %b)
+  return %y
+})";
+
 /// The float dtype named "f32", "f16" or "bf16" (anything else: bf16), for tests parameterized by dtype name.
 inline DType float_dtype_of(const std::string& dt) {
   return dt == "f32" ? DType::Float32 : dt == "f16" ? DType::Float16 : dt == "f64" ? DType::Float64 : DType::BFloat16;

@@ -79,20 +79,7 @@ const PipeGraph kGraphs[] = {
   return %y
 })",
      0},
-    {"layer_norm", R"(graph layer_norm(%x: DT[s0, s1], %w: DT[s1], %b: DT[s1]) {
-  %m = mean(%x) {axes=[1], keepdim=true}
-  %d = sub(%x, %m)
-  %q = mul(%d, %d)
-  %v = mean(%q) {axes=[1], keepdim=true}
-  %e = constant() {value=1e-5, dtype=DT}
-  %ve = add(%v, %e)
-  %r = rsqrt(%ve)
-  %n = mul(%d, %r)
-  %s = mul(%n, %w)
-  %y = add(%s, %b)
-  return %y
-})",
-     2},
+    {"layer_norm", kernel_testing::kLayerNormRowsIR, 2},
     {"rms_norm", R"(graph rms_norm(%x: DT[s0, s1], %w: DT[s1]) {
   %xf = cast(%x) {dtype=f32}
   %q = mul(%xf, %xf)

@@ -20,19 +20,6 @@ namespace {
 
 using kernel_testing::with_dtype;
 
-constexpr const char* kLayerNormIR = R"(graph layer_norm(%x: DT[s0, s1], %w: DT[s1]) {
-  %m = mean(%x) {axes=[1], keepdim=true}
-  %d = sub(%x, %m)
-  %q = mul(%d, %d)
-  %v = mean(%q) {axes=[1], keepdim=true}
-  %e = constant() {value=1e-5, dtype=DT}
-  %ve = add(%v, %e)
-  %r = rsqrt(%ve)
-  %n = mul(%d, %r)
-  %y = mul(%n, %w)
-  return %y
-})";
-
 /// The kernel function's text of graph `ir` with dtype `dt` (the source after the helper header).
 std::string kernel_body(const char* ir, const std::string& dt) {
   const std::string src = Kernel::compile(parse_graph(with_dtype(ir, dt)))->source();
@@ -88,13 +75,13 @@ TEST(KernelRowUnroll, SoftmaxExpPassRunsPairsWithOnePrefetchPerLine) {
 
 TEST(KernelRowUnroll, LayerNormOutputPassRunsPairs) {
   for (const auto& [dt, bytes] : {std::pair<std::string, int>{"bf16", 2}, {"f32", 4}}) {
-    const std::string body = kernel_body(kLayerNormIR, dt);
+    const std::string body = kernel_body(kernel_testing::kLayerNormRowsIR, dt);
     const std::string pass3 = row_loop_pass(body, "// pass 3");
     const size_t pair = pass3.find("+ 2 * AF_W <= be;)");
     ASSERT_NE(pair, std::string::npos) << dt << ": no pair loop in the output pass\n" << pass3;
     const std::string pair_text = pass3.substr(pair, pass3.find("+ AF_W <= be;", pair) - pair);
     EXPECT_EQ(count(pair_text, "__builtin_prefetch(p0 + pn0"), pair_prefetches(bytes)) << dt << pair_text;
-    EXPECT_EQ(count(pair_text, "// mul y"), 2) << dt << pair_text;
+    EXPECT_EQ(count(pair_text, "// mul s"), 2) << dt << pair_text;
   }
 }
 

@@ -29,6 +29,19 @@ bool Emitter::pass_costly(int p) const {
   return false;
 }
 
+std::string Emitter::row_flag_condition(const std::vector<bool>& need) const {
+  std::set<ValueId> sums;
+  for (size_t i = 0; i < g_.size() && !flag_sum_.empty(); ++i) {
+    const Node& nd = g_.node(static_cast<ValueId>(i));
+    if (need[i] && nd.op == OpKind::Div && nd.inputs.size() == 2 &&
+        flag_sum_[static_cast<size_t>(nd.inputs[0])] == nd.inputs[1])
+      sums.insert(nd.inputs[1]);
+  }
+  std::string c;
+  for (ValueId sv : sums) c += (c.empty() ? "x" : " && x") + s(static_cast<int64_t>(sv)) + "_ok";
+  return c;
+}
+
 bool Emitter::pass_chained(int p) const { return chained(accumulating(p)) && !pass_costly(p); }
 
 // The pipelined loop is compiled by default (`#ifndef AF_NO_PIPELINE_ROWS`) only when a pass after the first computes
@@ -38,7 +51,9 @@ bool Emitter::pass_chained(int p) const { return chained(accumulating(p)) && !pa
 // log-softmax, f32 layer norm) it was 5-15 % slower, and with only cheap passes (layer norm, rms norm) no faster.
 // f32 softmax gained 4-5 % with the session 8 exp, but with session 9's cheaper exp the row loop is 3-11 % faster
 // at DRAM size (perf10, three windows, docs/codegen.md). Those keep the row loop unless compiled with
-// -DAF_PIPELINE_ROWS.
+// -DAF_PIPELINE_ROWS. The measurements above are AVX-512 (Zen 4 / Zen 5): with fewer lanes the helper header
+// defines AF_NO_PIPELINE_ROWS (af_kernel.inc; on Zen 3 AVX2 the row loop, with session 23's pairs and row flags,
+// was 0.86-0.92x the pipelined loop's time, and the kernel compiled in about half the time).
 bool Emitter::pipe_by_default() const {
   const int P = num_passes_;
   bool costly = false;

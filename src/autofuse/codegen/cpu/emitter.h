@@ -354,18 +354,7 @@ class Emitter {
 
   /// The row flags (x<s>_ok, joined by &&) of the flagged sums s that a division e / s among the values `need`
   /// divides by (use_row_flags rewrites it to af_div_rcp_row), or "" if none.
-  std::string row_flag_condition(const std::vector<bool>& need) const {
-    std::string c;
-    for (size_t i = 0; i < g_.size() && !flag_sum_.empty(); ++i) {
-      const Node& nd = g_.node(static_cast<ValueId>(i));
-      if (!need[i] || nd.op != OpKind::Div || nd.inputs.size() != 2 ||
-          flag_sum_[static_cast<size_t>(nd.inputs[0])] != nd.inputs[1])
-        continue;
-      const std::string f = "x" + s(static_cast<int64_t>(nd.inputs[1])) + "_ok";
-      if (c.find(f) == std::string::npos) c += (c.empty() ? "" : " && ") + f;
-    }
-    return c;
-  }
+  std::string row_flag_condition(const std::vector<bool>& need) const;  // emit_pipeline.cpp
 
   /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail. `stash_mode`: the
   /// copy for rows that fit the stash; `main_copy`: that copy, or the only one of a pass that reads no stash (the
