@@ -114,9 +114,13 @@ void Emitter::emit_next_row_offsets() {
 // multiple of the vectors per line (bf16 on AVX2: 16 bytes, copy 0 of a pair; f32 on AVX2: 32 bytes, copies 0 and
 // 2 of four): copies 0 of consecutive groups are at most a line apart, so every line of the row is still prefetched,
 // with fewer load-port uops (session 23, Zen 3: the rest of the 0.90x in emitter.h's costly passes).
+int Emitter::vectors_per_line(size_t k) const {
+  return std::max(1, 64 / std::max(1, o_.lanes * dtype_size(g_.node(nest_.operands[k]).dtype)));
+}
+
 void Emitter::emit_prefetches(int copy) {
   for (size_t k : prefetched_operands()) {
-    const int every = std::max(1, 64 / std::max(1, o_.lanes * dtype_size(g_.node(nest_.operands[k]).dtype)));
+    const int every = vectors_per_line(k);
     if (copy % every != 0) continue;
     const std::string pf = "p" + s(k) + " + pn" + s(k) + " + i" + s(v_);
     if (static_cast<int>(k) < nest_.num_inputs) {
@@ -171,7 +175,7 @@ void Emitter::emit_column_prefetches(const std::vector<bool>& need) {
     if (!any) line("#if AF_CPF_ROWS");
     any = true;
     // A vector of 16-bit inputs is half a line: only every second copy of an interleaved step prefetches.
-    const int every = std::max(1, 64 / std::max(1, o_.lanes * dtype_size(g_.node(nest_.operands[k]).dtype)));
+    const int every = vectors_per_line(k);
     line("__builtin_prefetch(p" + s(k) + " + " + cur_[k] + " + AF_CPF_ROWS * s" + s(k) + "_" + s(a) + ", 0, 3);" +
          (every > 1 ? "  // every " + s(every) + " vectors" : ""));
   }

@@ -275,6 +275,8 @@ class Emitter {
   /// The next-row prefetches of one vector; `copy` is its position in an unrolled group (0 in a rolled loop): an
   /// operand whose vector is narrower than a cache line is prefetched only in the copies that start a new line.
   void emit_prefetches(int copy = 0);
+  /// Whole vectors of operand k per 64-byte cache line (at least 1): 4 for bf16 on AVX2, 1 for f32 on AVX-512.
+  int vectors_per_line(size_t k) const;
   // Whether operand k's unit-stride whole-vector stores follow the launch flag AF_LF_STREAM (af_sto). Not inside
   // the pipelined row loop for 16-bit outputs: there the bf16 softmax (the kernels pipelined by default) measured
   // 1.06-1.19x the time with streaming stores on Zen 5 (docs/codegen.md, session 10), its half-line (32-byte) stores
@@ -322,7 +324,7 @@ class Emitter {
     auto saved_scope = in_scope_;
     // A pass dividing by flagged row sums (row_flag_sums) runs its main copy as a generic lambda of `af_fast`: with
     // af_true_t on rows whose flags are set (the divisions skip their range test, af_div_rcp_row), else with false.
-    const std::string fast = row_flag_condition(uses_stash ? need_st : need);
+    const std::string fast_rest = row_flag_condition(need), fast = uses_stash ? row_flag_condition(need_st) : fast_rest;
     auto main_copy = [&](bool stash_mode, const std::vector<bool>& nd) {
       if (fast.empty()) return emit_pass_loops(p, accs, nd, cascade, stash_mode, true);
       open("");
@@ -340,7 +342,7 @@ class Emitter {
       in_scope_ = saved_scope;
       close();
       open("else");
-      if (!row_flag_condition(need).empty()) line("const bool af_fast = false;");
+      if (!fast_rest.empty()) line("const bool af_fast = false;");
       emit_pass_loops(p, accs, need, cascade, false, false);
       close();
     } else {
