@@ -134,8 +134,7 @@ void run_compiler(const std::string& source_path, const std::string& output_path
   argv.push_back(source_path);
   argv.push_back("-o");
   argv.push_back(output_path);
-  argv.push_back("-Wl,--as-needed");
-  argv.push_back("-lsleef");
+  for (auto& l : kernel_link_libraries()) argv.push_back(l);
   std::string out;
   int rc = run_process(argv, &out);
   if (rc != 0) {

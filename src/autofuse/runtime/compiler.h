@@ -35,8 +35,8 @@ struct CompilerInfo {
 /// Throws CompileError if the compiler cannot be found or run.
 const CompilerInfo& compiler_info();
 
-/// Compiles source_path into the shared object output_path with kernel_compile_flags(), the given include dirs,
-/// and -lsleef (linked only if used). Throws CompileError carrying the compiler's output on failure.
+/// Compiles source_path into the shared object output_path with kernel_compile_flag_list(), the given include dirs,
+/// then kernel_link_libraries(). Throws CompileError carrying the compiler's output on failure.
 void run_compiler(const std::string& source_path, const std::string& output_path,
                   const std::vector<std::string>& include_dirs);
 

@@ -88,16 +88,38 @@ std::vector<std::string> isa_flags(const std::string& isa) {
   return {"-march=x86-64"};
 }
 
+std::string kernel_opt_level(const std::string& isa) {
+  // The kernels are vectorized by hand and their helpers are inlined at -O2 as at -O3 (the same calls in the objects).
+  // Zen 3, AVX2, g++ 12 (session 24; 7-11 rounds of the two alternating, median of per-round ratios): -O2 took
+  // 0.84x the g++ CPU time of -O3 on bf16 softmax and 0.84-0.86x on bf16 layer_norm and f32 softmax, and its kernels
+  // 0.996-1.010x the run time of -O3's (bf16 layer_norm) and 1.006-1.016x (bf16 and f32 softmax; one-thread harness,
+  // the two alternating call by call, [32, 4096] and [8192, 4096]). In session 5 -O2 made f32 layer_norm 4-5 %
+  // slower (docs/demo.md, "Cold compile after batching"); AVX-512 is not re-measured, so avx512 keeps -O3.
+  // AUTOFUSE_EXTRA_CXXFLAGS=-O3 (or -O2) overrides it.
+  return isa == "avx512" ? "-O3" : "-O2";
+}
+
 std::vector<std::string> kernel_compile_flag_list() {
   // -fno-math-errno lets sqrt and friends inline; no -ffast-math, which would break NaN and signed-zero semantics.
   // -pipe: the compiler passes assembly to the assembler through a pipe rather than a temporary file.
   // -ffp-contract=off: GCC otherwise fuses a*b+c into one FMA (one rounding instead of two), which differs from eager
   // PyTorch and the interpreter by an ulp (found by the kernel fuzzer, seed 777574). -Wno-psabi silences GCC's notes
   // about the ABI of 512-bit vector arguments, which the generated kernels never pass across a library boundary.
-  std::vector<std::string> flags = {
-      "-std=c++20",        "-O3",       "-pipe", "-shared", "-fPIC", "-fno-math-errno", "-fno-plt",
-      "-ffp-contract=off", "-Wno-psabi"};
-  for (auto& f : isa_flags(host_isa())) flags.push_back(f);
+  // -O2 for avx2 and scalar kernels, -O3 for avx512 (kernel_opt_level). -nodefaultlibs (with kernel_link_libraries()):
+  // the link skips libstdc++ and libgcc_s, which no kernel uses (Zen 3: 0.05 -> 0.02 s of the link, session 24).
+  const std::string isa = host_isa();
+  std::vector<std::string> flags = {"-std=c++20",
+                                    kernel_opt_level(isa),
+                                    "-pipe",
+                                    "-shared",
+                                    "-fPIC",
+                                    "-fno-math-errno",
+                                    "-fno-plt",
+                                    "-ffp-contract=off",
+                                    "-Wno-psabi",
+                                    "-nodefaultlibs",
+                                    "-Wl,--no-undefined"};
+  for (auto& f : isa_flags(isa)) flags.push_back(f);
   // GCC caps the inlining growth of a translation unit past `large-unit-insns` instructions, so a batch of kernels
   // compiled as one unit (compile_modules) would get less inlining than each kernel alone (measured: a softmax
   // kernel 30% smaller, its vector code not inlined). Lifting the cap gives every kernel of a batch the code it gets
@@ -109,9 +131,18 @@ std::vector<std::string> kernel_compile_flag_list() {
   return flags;
 }
 
+std::vector<std::string> kernel_link_libraries() {
+  // libsleef only where a kernel calls it; libm and libc (memcpy, the scalar path's libm calls) and libgcc's static
+  // helpers (__popcountdi2 and the like on the scalar baseline): what -nodefaultlibs leaves out that a kernel may use.
+  // -Wl,--no-undefined (kernel_compile_flag_list) makes any other symbol a compile error rather than a dlopen failure.
+  return {"-Wl,--as-needed", "-lsleef", "-lm", "-lc", "-lgcc"};
+}
+
 std::string kernel_compile_flags() {
+  std::vector<std::string> all = kernel_compile_flag_list();
+  for (auto& l : kernel_link_libraries()) all.push_back(l);
   std::string out;
-  for (auto& f : kernel_compile_flag_list()) {
+  for (auto& f : all) {
     if (!out.empty()) out += ' ';
     out += f;
   }

@@ -23,11 +23,19 @@ int isa_vector_bytes(const std::string& isa);
 /// "avx512", the fp16/bf16 extensions when the CPU has them. Deterministic for a given ISA and CPU.
 std::vector<std::string> isa_flags(const std::string& isa);
 
-/// The full flag string kernels are compiled with for host_isa(): optimisation, PIC, ISA flags, and anything in the
-/// environment variable AUTOFUSE_EXTRA_CXXFLAGS (split on spaces). Part of every cache key.
+/// The optimisation flag of kernels for an ISA name: "-O3" for "avx512", "-O2" otherwise (measurements in isa.cpp).
+std::string kernel_opt_level(const std::string& isa);
+
+/// The full flag string kernels are compiled and linked with for host_isa(): kernel_compile_flag_list() then
+/// kernel_link_libraries(), space-separated. Part of every cache key.
 std::string kernel_compile_flags();
 
-/// kernel_compile_flags() as an argument list.
+/// The flags placed before the source file: optimisation (kernel_opt_level), PIC, ISA flags, -nodefaultlibs and
+/// -Wl,--no-undefined, and anything in the environment variable AUTOFUSE_EXTRA_CXXFLAGS (split on spaces).
 std::vector<std::string> kernel_compile_flag_list();
+
+/// The libraries placed after the source file (a kernel links only what -nodefaultlibs leaves to it): libsleef as
+/// needed, libm, libc and libgcc's static helpers.
+std::vector<std::string> kernel_link_libraries();
 
 }  // namespace autofuse
