@@ -2,13 +2,15 @@
 // softmax_value_bounds (x - amax(x) is <= 0 or NaN, its exp in [0, 1] or NaN), af_exp_nonpos (exp without the
 // clamp, bit-identical to af_exp on those inputs), af_div_rcp_unit (the reciprocal division with a one-compare
 // range check, bit-identical to IEEE division), and the row stash of f16/bf16 inputs (widened once in pass 1,
-// reloaded by later passes) at the stash's capacity boundary.
+// reloaded by later passes) at the stack stash's capacity boundary, and a failed heap stash.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -202,9 +204,9 @@ TEST(SoftmaxBounds, Bf16QuotientStoresRoundLikeEager) {
 
 TEST(SoftmaxBounds, HalfInputStashAtItsCapacity) {
   // bf16 / f16 softmax over the input directly stashes the widened input (pass 1) and exp (pass 2) in one shared
-  // slot (plan_stash_slots): 4 bytes per element of a 64 KiB stash, so rows up to 16384 use it and longer rows
-  // recompute. Both sides of the boundary, with NaN / +inf / all -inf rows, against the interpreter; layer_norm (the
-  // input stashed in pass 1, x - mean in pass 2 in the same slot: 4 bytes per element too) likewise.
+  // slot (plan_stash_slots): 4 bytes per element of a 64 KiB stack stash, so rows up to 16384 use it and longer rows
+  // a heap block of their size. Both sides of the boundary, with NaN / +inf / all -inf rows, against the interpreter;
+  // layer_norm (the input stashed in pass 1, x - mean in pass 2 in the same slot: 4 bytes per element too) likewise.
   const char* sm =
       "graph s(%x: DT[s0, s1]) {\n  %m = amax(%x) {axes=[1], keepdim=true}\n  %d = sub(%x, %m)\n"
       "  %e = exp(%d)\n  %s = sum(%e) {axes=[1], keepdim=true}\n  %y = div(%e, %s)\n  return %y\n}";
@@ -233,6 +235,31 @@ TEST(SoftmaxBounds, HalfInputStashAtItsCapacity) {
       }
     }
   }
+}
+
+TEST(SoftmaxBounds, FailedHeapStashIsBadAllocAndWritesNothing) {
+  // Rows past the 64 KiB stack stash take a heap block (af_heap_stash). -DAF_TEST_NO_HEAP_STASH makes that allocation
+  // fail: the kernel returns AF_STATUS_NO_MEMORY before any row and the launch throws std::bad_alloc, leaving the
+  // output as it was; rows within the stack stash still run.
+  ::setenv("AUTOFUSE_EXTRA_CXXFLAGS", "-DAF_TEST_NO_HEAP_STASH", 1);  // for every variant the runs below compile
+  auto k = Kernel::compile(parse_graph(kernel_testing::with_dtype(kernel_testing::kSoftmaxRowsIR, "f32")));
+  for (int64_t cols : {int64_t{100}, int64_t{16384}, int64_t{16385}, int64_t{70000}}) {
+    std::mt19937_64 rng(static_cast<uint64_t>(cols));
+    HostTensor x = kernel_testing::make_tensor(DType::Float32, {3, cols}, kernel_testing::Layout::Contiguous, rng);
+    kernel_testing::fill_random(x, rng, false);
+    HostTensor y = HostTensor::empty(DType::Float32, {3, cols});
+    for (int64_t c = 0; c < cols; ++c) y.set_double({1, c}, 7.0);  // poison: must stay when the launch fails
+    if (cols <= 16384) {
+      k->run({x}, {y});
+      EXPECT_EQ(kernel_testing::compare(y, interpret(k->graph(), {x})[0], kernel_testing::default_tolerance(y.dtype)),
+                "")
+          << "cols " << cols;
+    } else {
+      EXPECT_THROW(k->run({x}, {y}), std::bad_alloc) << "cols " << cols;
+      for (int64_t c = 0; c < cols; c += 997) EXPECT_EQ(y.get_double({1, c}), 7.0) << "cols " << cols << " col " << c;
+    }
+  }
+  ::unsetenv("AUTOFUSE_EXTRA_CXXFLAGS");
 }
 
 }  // namespace

@@ -254,7 +254,7 @@ TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
   EXPECT_NE(ln.find("const bool af_far = AF_PF_FAR > 0 && (lflags & AF_LF_FAR) != 0 && rn <= AF_PF_FAR_ROW;"),
             std::string::npos);
   const std::string sm = k->source();  // the helper header, then the kernel function
-  const size_t pipe_begin = sm.find("#ifndef AF_NO_PIPELINE_ROWS", sm.find("extern \"C\" void af_"));
+  const size_t pipe_begin = sm.find("#ifndef AF_NO_PIPELINE_ROWS", sm.find("extern \"C\" int64_t af_"));
   ASSERT_NE(pipe_begin, std::string::npos);
   const size_t pipe_end = sm.find("#endif", pipe_begin);
   ASSERT_NE(pipe_end, std::string::npos);
@@ -275,11 +275,11 @@ TEST(KernelStreamStores, FarPrefetchRuleAndPlacement) {
 // vectors take ordinary stores, session 22), so the bf16 layer norm keeps its write prefetch on AVX2.
 TEST(KernelStreamStores, OutputPrefetchIsDroppedOnlyWhereTheOutputStreams) {
   const std::string ln = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "bf16")))->source();
-  const std::string body = ln.substr(ln.find("extern \"C\" void af_"));
+  const std::string body = ln.substr(ln.find("extern \"C\" int64_t af_"));
   EXPECT_NE(body.find("if (!(af_nt && AF_STREAMS_BF16)) __builtin_prefetch(p"), std::string::npos) << body;
   EXPECT_EQ(body.find("if (!af_nt) __builtin_prefetch("), std::string::npos) << body;
   const std::string ln32 = Kernel::compile(parse_graph(with_dtype(kGraphs[3].text, "f32")))->source();
-  const std::string body32 = ln32.substr(ln32.find("extern \"C\" void af_"));
+  const std::string body32 = ln32.substr(ln32.find("extern \"C\" int64_t af_"));
   EXPECT_NE(body32.find("if (!af_nt) __builtin_prefetch(p"), std::string::npos) << body32;
   EXPECT_EQ(body32.find("AF_STREAMS_BF16"), std::string::npos);
   // The helper header agrees with the emitter: bf16 streams exactly where the vector is 32 bytes (AVX-512).

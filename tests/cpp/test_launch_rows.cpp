@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <new>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -30,14 +31,15 @@ struct Record {
 /// The fake kernels: data[0] is the call's Record; sizes[0] / strides[0] identify the call. `tag` tells the two entry
 /// points apart (tag 1 for odd calls): each call must reach its own.
 template <int tag>
-void fake_kernel(const int64_t* sizes, const int64_t* strides, void* const* data, int64_t b0, int64_t b1,
-                 int64_t vblock, int64_t blk, int64_t lflags) {
+int64_t fake_kernel(const int64_t* sizes, const int64_t* strides, void* const* data, int64_t b0, int64_t b1,
+                    int64_t vblock, int64_t blk, int64_t lflags) {
   auto* r = static_cast<Record*>(data[0]);
   if (vblock != r->vblock || blk != r->blk || lflags != r->lflags || sizes[0] != r->size0 || strides[0] != r->stride0 ||
       b0 < 0 || b1 > static_cast<int64_t>(r->visits.size()) || b0 >= b1 || (r->size0 % 2) != tag)
     r->wrong_args.fetch_add(1);
   for (int64_t i = std::max<int64_t>(b0, 0); i < std::min<int64_t>(b1, static_cast<int64_t>(r->visits.size())); ++i)
     r->visits[static_cast<size_t>(i)].fetch_add(1);
+  return 0;
 }
 
 void check_rows(const std::vector<int64_t>& rows, const std::vector<int64_t>& grains, int threads) {
@@ -100,9 +102,38 @@ TEST(LaunchRowsTogether, NoRowsCallsNothing) {
 /// The calls one thread made, in order: (call's size0, b0, b1).
 std::vector<std::tuple<int64_t, int64_t, int64_t>> g_order;
 
-void order_kernel(const int64_t* sizes, const int64_t*, void* const*, int64_t b0, int64_t b1, int64_t, int64_t,
-                  int64_t) {
+int64_t order_kernel(const int64_t* sizes, const int64_t*, void* const*, int64_t b0, int64_t b1, int64_t, int64_t,
+                     int64_t) {
   g_order.emplace_back(sizes[0], b0, b1);
+  return 0;
+}
+
+/// A kernel whose calls fail (kKernelStatusNoMemory, a row stash that could not be allocated) when they include row
+/// sizes[0]; the others return 0.
+int64_t failing_kernel(const int64_t* sizes, const int64_t*, void* const*, int64_t b0, int64_t b1, int64_t, int64_t,
+                       int64_t) {
+  return b0 <= sizes[0] && sizes[0] < b1 ? kKernelStatusNoMemory : 0;
+}
+
+TEST(LaunchRowsTogether, FailedCallThrowsBadAlloc) {
+  const int before = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    const int64_t fail_at = 37, never = -1;
+    auto call = [](const int64_t* size, int64_t rows) {
+      RowLaunch c;
+      c.fn = &failing_kernel;
+      c.sizes = size;
+      c.schedule.rows = rows;
+      c.schedule.grain = 1;
+      return c;
+    };
+    EXPECT_THROW(launch_rows_together({call(&fail_at, 100)}), std::bad_alloc) << "one call, threads " << threads;
+    EXPECT_THROW(launch_rows_together({call(&never, 50), call(&fail_at, 100)}), std::bad_alloc)
+        << "two calls, threads " << threads;
+    EXPECT_NO_THROW(launch_rows_together({call(&never, 50), call(&never, 100)})) << "threads " << threads;
+  }
+  set_num_threads(before);
 }
 
 TEST(LaunchRowsTogether, CallsInterleaveInBlocks) {

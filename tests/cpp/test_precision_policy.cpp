@@ -220,8 +220,8 @@ TEST(PrecisionPolicy, RandomLowPrecisionChainsMatchInterpreterBitwise) {
   }
 }
 
-// A softmax whose exp is needed by a later pass (stashed for short rows, recomputed for long ones), with a second
-// transcendental after the stashed value and the stashed value itself as an output.
+// A softmax whose exp is needed by a later pass (stashed on the stack for short rows, in a heap block for long ones),
+// with a second transcendental after the stashed value and the stashed value itself as an output.
 const char* kStashed = R"(graph st(%x: f32[s0, s1]) {
   %m = amax(%x) {axes=[1], keepdim=true}
   %d = sub(%x, %m)
@@ -237,7 +237,7 @@ TEST(RowStash, ShortAndLongRowsMatchInterpreter) {
   Graph g = parse_graph(kStashed);
   auto k = Kernel::compile(g);
   ASSERT_NE(k->source().find("row stash"), std::string::npos) << "exp(x - max) is reloaded by the output pass";
-  // 16384 f32 fill the 64 KiB stash exactly; 16385 do not (the kernel recomputes); 37 has a tail; 1 is one lane.
+  // 16384 f32 fill the 64 KiB stack stash exactly; 16385 do not (a heap block); 37 has a tail; 1 is one lane.
   for (int64_t d : {1, 37, 4096, 16384, 16385, 40000}) {
     std::mt19937_64 rng(static_cast<uint64_t>(d));
     HostTensor x = make_tensor(DType::Float32, {3, d}, Layout::Contiguous, rng);

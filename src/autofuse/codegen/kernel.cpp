@@ -177,15 +177,15 @@ Kernel::VariantSource Kernel::variant_source(const std::vector<bool>& unit_inner
   const std::string placeholder = emit_cpu_kernel(canon, *nest, o);
   vs.func = "af_" + sha256_hex(placeholder).substr(0, 20);
   o.func_name = vs.func;
-  // The compiled source is the placeholder one with its one `extern "C" void af_entry(` renamed (emitting it again
+  // The compiled source is the placeholder one with its one `extern "C" int64_t af_entry(` renamed (emitting it again
   // cost ~2M of a warm Kernel::compile's 18.5M instructions for an f32 add, session 22); the header never names
   // af_entry.
-  const std::string decl = "extern \"C\" void af_entry(";
+  const std::string decl = "extern \"C\" int64_t af_entry(";
   const size_t at = placeholder.find(decl);
   if (at == std::string::npos || placeholder.find(decl, at + 1) != std::string::npos)
     throw IRError("kernel " + name_ + ": the emitted source does not declare af_entry exactly once");
   vs.compiled = placeholder;
-  vs.compiled.replace(at, decl.size(), "extern \"C\" void " + vs.func + "(");
+  vs.compiled.replace(at, decl.size(), "extern \"C\" int64_t " + vs.func + "(");
   vs.readable = emit_cpu_kernel(body(), *nest, o);
   return vs;
 }

@@ -195,14 +195,17 @@ void Kernel::run_outer(const std::vector<HostTensor>& inputs, const std::vector<
       flat[k * static_cast<size_t>(r) + static_cast<size_t>(a)] = d.strides[k][static_cast<size_t>(a)];
   auto var = variant(unit);
   const KernelFn fn = var->fn;
+  KernelStatus status{0};
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
     std::vector<void*> ptrs = data;
     for (int64_t c = c0; c < c1; ++c) {
       for (size_t i = 0; i < nred; ++i) ptrs[ni + nreal + i] = part.data() + c * per_chunk + offset[i];
       const int64_t rb = rows * c / chunks, re = rows * (c + 1) / chunks;
-      fn(d.sizes.data(), flat.data(), ptrs.data(), rb, re, s.vblock, s.blk, s.launch_flags());
+      note_kernel_status(status,
+                         fn(d.sizes.data(), flat.data(), ptrs.data(), rb, re, s.vblock, s.blk, s.launch_flags()));
     }
   });
+  check_kernel_status(status);
 
   // Combine in chunk order, round to each reduction's dtype (contiguous, in its own shape).
   std::vector<HostTensor> results;

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 #include "autofuse/ir/tensor.h"
 #include "autofuse/runtime/thread_pool.h"
@@ -169,11 +172,14 @@ void launch_split(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
   const int64_t* sizes = sc.sizes.data();
   const int64_t* flat = sc.flat.data();
   void* const* ptrs = sc.ptrs.data();
+  KernelStatus status{0};
   parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p)
-      fn(sizes + p * static_cast<int64_t>(r), flat, ptrs + p * static_cast<int64_t>(nops), 0, s.rows, s.vblock, s.blk,
-         0);  // partials: small, read back at once (no streaming stores)
+      note_kernel_status(status, fn(sizes + p * static_cast<int64_t>(r), flat, ptrs + p * static_cast<int64_t>(nops), 0,
+                                    s.rows, s.vblock, s.blk,
+                                    0));  // partials: small, read back at once (no streaming stores)
   });
+  check_kernel_status(status);
   // Combine into the real outputs: slice by slice in slice order (the order is fixed by the sizes: the thread count
   // only decides which thread ran which slices), in double, rounded once to the output dtype.
   for (size_t j = 0; j < nops - ni; ++j) {
@@ -222,8 +228,18 @@ void launch_tiled(const Graph& g, const LoopNest& nest, TiledKernelFn fn, const 
   const int64_t* sz = d.sizes.data();
   const int64_t* st = flat.data();
   void* const* dp = data.data();
-  parallel_for(s.rows, s.grain,
-               [&](int64_t b0, int64_t b1) { fn(sz, st, dp, b0, b1, s.vblock, s.blk, s.launch_flags()); });
+  KernelStatus status{0};
+  parallel_for(s.rows, s.grain, [&](int64_t b0, int64_t b1) {
+    note_kernel_status(status, fn(sz, st, dp, b0, b1, s.vblock, s.blk, s.launch_flags()));
+  });
+  check_kernel_status(status);
+}
+
+void check_kernel_status(const KernelStatus& status) {
+  const int64_t rc = status.load();
+  if (rc == 0) return;
+  if (rc == kKernelStatusNoMemory) throw std::bad_alloc();
+  throw std::runtime_error("autofuse: a kernel returned the unknown status " + std::to_string(rc));
 }
 
 void launch_rows_together(const std::vector<RowLaunch>& calls) {
@@ -243,9 +259,12 @@ void launch_rows_together(const std::vector<RowLaunch>& calls) {
   if (live == 0) return;
   if (live == 1) {
     const RowLaunch& c = *only;
-    parallel_for(c.schedule.rows, std::max<int64_t>(1, c.schedule.grain), [&c](int64_t b0, int64_t b1) {
-      c.fn(c.sizes, c.strides, c.data, b0, b1, c.schedule.vblock, c.schedule.blk, c.schedule.launch_flags());
+    KernelStatus status{0};
+    parallel_for(c.schedule.rows, std::max<int64_t>(1, c.schedule.grain), [&c, &status](int64_t b0, int64_t b1) {
+      note_kernel_status(status, c.fn(c.sizes, c.strides, c.data, b0, b1, c.schedule.vblock, c.schedule.blk,
+                                      c.schedule.launch_flags()));
     });
+    check_kernel_status(status);
     return;
   }
   // Several calls (the segments of a concat kernel): the common index space [0, most); index b starts row
@@ -257,7 +276,8 @@ void launch_rows_together(const std::vector<RowLaunch>& calls) {
   const int64_t step = std::max<int64_t>(1, kInterleaveElems / vmax);
   // Tasks of at least `grain` rows in all, as before: `grain` rows are grain * most / total common indices.
   const int64_t cgrain = std::max<int64_t>(1, (grain * most + total - 1) / total);
-  parallel_for(most, cgrain, [&calls, most, step](int64_t b0, int64_t b1) {
+  KernelStatus status{0};
+  parallel_for(most, cgrain, [&calls, &status, most, step](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; b += step) {
       const int64_t e = std::min(b1, b + step);
       for (const RowLaunch& c : calls) {
@@ -267,10 +287,12 @@ void launch_rows_together(const std::vector<RowLaunch>& calls) {
         const int64_t lo = static_cast<int64_t>(static_cast<__int128>(rows) * b / most);
         const int64_t hi = static_cast<int64_t>(static_cast<__int128>(rows) * e / most);
         if (lo < hi)
-          c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk, c.schedule.launch_flags());
+          note_kernel_status(status, c.fn(c.sizes, c.strides, c.data, lo, hi, c.schedule.vblock, c.schedule.blk,
+                                          c.schedule.launch_flags()));
       }
     }
   });
+  check_kernel_status(status);
 }
 
 }  // namespace autofuse

@@ -2,6 +2,7 @@
 // reduction as one parallel_for over slices of the reduced axis (partials into scratch buffers) and a combine.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -13,9 +14,26 @@
 namespace autofuse {
 
 /// The generated kernel's entry point (codegen/cpu/emit.h KernelFn): sizes, flat strides (operand-major, rank
-/// entries each), data pointers, row range, vector block, cascade block, launch flags (Schedule::launch_flags).
-using TiledKernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t,
-                               int64_t);
+/// entries each), data pointers, row range, vector block, cascade block, launch flags (Schedule::launch_flags); returns
+/// 0, or kKernelStatusNoMemory when its row stash could not be allocated (check_kernel_status).
+using TiledKernelFn = int64_t (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t,
+                                  int64_t);
+
+/// A kernel's status when the heap block of its row stash could not be allocated (af_kernel.inc AF_STATUS_NO_MEMORY).
+inline constexpr int64_t kKernelStatusNoMemory = 1;
+
+/// The first nonzero status any call of a launch returned (set by the calls, possibly from several threads).
+using KernelStatus = std::atomic<int64_t>;
+
+/// Records a call's status `rc` in `status` (the first nonzero one wins).
+inline void note_kernel_status(KernelStatus& status, int64_t rc) {
+  int64_t zero = 0;
+  if (rc != 0) status.compare_exchange_strong(zero, rc);
+}
+
+/// After a launch: throws std::bad_alloc when a call could not allocate its row stash (kKernelStatusNoMemory; that
+/// call wrote none of its rows), std::runtime_error for any other nonzero status.
+void check_kernel_status(const KernelStatus& status);
 
 /// Run `fn` over the merged domain `d` (operands first, iota pseudo-operands after them are ignored) with operand
 /// data pointers `data` (inputs then outputs, as nest.operands), under candidate `c` of

@@ -34,7 +34,7 @@ struct EmitOptions {
 };
 
 /// The kernel entry point every generated source exports (extern "C"):
-///   void NAME(const int64_t* sizes,    // r domain sizes (after launch-time axis merging)
+///   int64_t NAME(const int64_t* sizes,    // r domain sizes (after launch-time axis merging)
 ///             const int64_t* strides,  // operand k, axis a at [k * r + a], in elements
 ///             void* const* data,       // operand base pointers (inputs, then outputs)
 ///             int64_t row_begin, int64_t row_end,  // the rows (see kernel_rows) this call computes
@@ -43,7 +43,9 @@ struct EmitOptions {
 ///             int64_t lflags);         // launch flags: AF_LF_STREAM (1) = non-temporal whole-vector output
 ///                                      // stores (af_sto in af_kernel.inc; schedule.h kLaunchStreamStores),
 ///                                      // AF_LF_FAR (2) = L2 prefetch two rows ahead (kLaunchPrefetchFar)
-using KernelFn = void (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t, int64_t);
+///   returns AF_STATUS_OK (0), or AF_STATUS_NO_MEMORY (tiling/launch.h kKernelStatusNoMemory) when the heap block of
+///   a row stash could not be allocated (nothing of the call's rows written then; the launcher throws std::bad_alloc).
+using KernelFn = int64_t (*)(const int64_t*, const int64_t*, void* const*, int64_t, int64_t, int64_t, int64_t, int64_t);
 
 /// Whether a variant reads or writes some operand lane by lane (stride along the vector axis other than 1) in a kernel
 /// whose vector axis is kept (no inner reduction). Such variants number their rows column-block-major (vector block
@@ -96,8 +98,10 @@ std::vector<int> plan_row_stash(const Graph& g, const LoopNest& nest, int num_pa
 /// in pass 2) share one slot, halving the stash (fewer L1 misses).
 std::vector<int> plan_stash_slots(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
                                   int num_passes);
-/// The C++ declarations of the row stash (none when nothing is stashed): the `stash_bytes` stack buffer, `rn_pad`,
-/// the per-call flag `af_use_stash` (the row's slots fit the buffer) and one pointer `st<id>` per stashed value.
+/// The C++ declarations of the row stash (none when nothing is stashed): the `stash_bytes` stack buffer, `rn_pad`, the
+/// stash `af_stash` (that buffer, or af_heap_stash's block `af_stash_heap` for rows whose slots do not fit it; the
+/// kernel returns AF_STATUS_NO_MEMORY before any row when that allocation fails), its size `af_stash_cap` in bytes
+/// and one pointer `st<id>` per stashed value.
 std::vector<std::string> stash_declarations(const Graph& g, const LoopNest& nest, const std::vector<int>& stash_pass,
                                             int num_passes, int64_t stash_bytes);
 /// Per value of g: true for a row maximum (amax, float, inner reduction, not an output) whose accumulator may ignore

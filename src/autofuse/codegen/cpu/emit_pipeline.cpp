@@ -159,7 +159,7 @@ void Emitter::emit_pipelined_rows() {
     per += " + sizeof(" + ct + ")";
   }
   std::string cond = "rn >= AF_PIPE_MIN && blk % " + s(kRowChains) + " == 0";
-  if (!ptrs.empty()) cond += " && rn_pad * (int64_t)(" + per + ") <= (int64_t)sizeof af_stash";
+  if (!ptrs.empty()) cond += " && rn_pad * (int64_t)(" + per + ") <= af_stash_cap";
   open("if (" + cond + ")");
   for (const std::string& l : ptrs) line(l);
   const std::vector<int> ko = nest_.kept_axes();

@@ -83,7 +83,7 @@ class Emitter {
     for (int a : nest_.reduce_axes()) out_ << " " << a;
     out_ << " }, " << (inner_ ? "inner" : "outer/no") << " reduction, " << nest_.num_stages << " stage(s), "
          << num_passes_ << " pass(es) per row\n";
-    out_ << "extern \"C\" void " << o_.func_name
+    out_ << "extern \"C\" int64_t " << o_.func_name
          << "(const int64_t* __restrict sz, const int64_t* __restrict st, void* const* data, int64_t row_begin, "
             "int64_t row_end, int64_t vblock, int64_t blk, int64_t lflags) {\n";
     ind_ = 1;
@@ -119,6 +119,8 @@ class Emitter {
     else
       emit_rows_vec_reduced();
     line("if (af_nt) af_sfence();");
+    if (stash_declared_) line("if (af_stash_heap != nullptr) __builtin_free(af_stash_heap);");
+    line("return AF_STATUS_OK;");
     out_ << "}\n";
     return out_.str();
   }
@@ -242,10 +244,11 @@ class Emitter {
 
   // The row stash. A multi-pass row reduction recomputes every full value a later pass needs (softmax: exp(x - max)
   // in the sum pass and again in the output pass). Values whose computation includes a transcendental function are
-  // instead stored, in the pass that first computes them, into a per-call stack buffer indexed by the position in
+  // instead stored, in the pass that first computes them, into a per-call buffer indexed by the position in
   // the row, and loaded from it by later passes (bit-identical: the same vector is stored and loaded). Only when the
-  // vector axis is the only reduce axis, and only for rows whose stashed values fit the buffer (AF_STASH_BYTES, so
-  // the stash stays in L2); longer rows recompute (the kernel checks the row length at run time).
+  // vector axis is the only reduce axis. Rows whose stashed values do not fit the buffer take a heap block of the
+  // call's row size instead (session 24: the copy of every pass that recomputed them cost a third of g++'s time for
+  // bf16 softmax); a failed allocation returns AF_STATUS_NO_MEMORY before any row is written.
   static constexpr int64_t kStashBytes = 64 * 1024;
 
   bool is_stashed(size_t i) const { return stash_pass_[i] > 0; }
@@ -256,10 +259,14 @@ class Emitter {
 
   void plan_stash() { stash_pass_ = plan_row_stash(g_, nest_, num_passes_); }
 
-  /// The stash buffer, its use flag for this call, and one pointer `st<id>` per stashed value.
+  /// The stash (stack buffer or heap block, stash_declarations) and one pointer `st<id>` per stashed value.
   void emit_stash_decls() {
-    for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) line(l);
+    for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) {
+      line(l);
+      stash_declared_ = true;
+    }
   }
+  bool stash_declared_ = false;  ///< the kernel has a row stash (it frees af_stash_heap before returning)
 
   // Prefetching rows ahead (emit_prefetch.cpp): the next row (`pn<k>`, prefetched into L1 by one later pass), the
   // row after it (`pq<k>`, into L2, 16-bit inputs only, when the launch flag AF_LF_FAR is set), outputs with prefetchw,
@@ -322,32 +329,20 @@ class Emitter {
     for (size_t i = 0; i < g_.size(); ++i) uses_stash = uses_stash || (need_st[i] && is_stashed(i));
     auto saved = cur_;
     auto saved_scope = in_scope_;
-    // A pass dividing by flagged row sums (row_flag_sums) runs its main copy as a generic lambda of `af_fast`: with
+    // A pass dividing by flagged row sums (row_flag_sums) runs as a generic lambda of `af_fast`: with
     // af_true_t on rows whose flags are set (the divisions skip their range test, af_div_rcp_row), else with false.
-    const std::string fast_rest = row_flag_condition(need), fast = uses_stash ? row_flag_condition(need_st) : fast_rest;
+    const std::string fast = row_flag_condition(uses_stash ? need_st : need);
     auto main_copy = [&](bool stash_mode, const std::vector<bool>& nd) {
-      if (fast.empty()) return emit_pass_loops(p, accs, nd, cascade, stash_mode, true);
+      if (fast.empty()) return emit_pass_loops(p, accs, nd, cascade, stash_mode);
       open("");
       open("auto af_pass = [&](auto af_fast)");
-      emit_pass_loops(p, accs, nd, cascade, stash_mode, true);
+      emit_pass_loops(p, accs, nd, cascade, stash_mode);
       --ind_;
       line("};");
       line("if (" + fast + ") af_pass(af_true_t{}); else af_pass(false);");
       close();
     };
-    if (uses_stash) {
-      open("if (af_use_stash)");
-      main_copy(true, need_st);
-      cur_ = saved;
-      in_scope_ = saved_scope;
-      close();
-      open("else");
-      if (!fast_rest.empty()) line("const bool af_fast = false;");
-      emit_pass_loops(p, accs, need, cascade, false, false);
-      close();
-    } else {
-      main_copy(false, need);
-    }
+    main_copy(uses_stash, uses_stash ? need_st : need);
     cur_ = saved;
     in_scope_ = saved_scope;
     finalize(p, accs);
@@ -358,11 +353,10 @@ class Emitter {
   /// divides by (use_row_flags rewrites it to af_div_rcp_row), or "" if none.
   std::string row_flag_condition(const std::vector<bool>& need) const;  // emit_pipeline.cpp
 
-  /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail. `stash_mode`: the
-  /// copy for rows that fit the stash; `main_copy`: that copy, or the only one of a pass that reads no stash (the
-  /// copy for rows past the stash is not unrolled where it would be rolled otherwise: less code to compile).
+  /// The loops of pass p (one block): reduction loops, the blocked innermost loop and its tail. `stash_mode`: the pass
+  /// stores and loads the stashed values of `need` (the kernel has a stash and the pass uses it).
   void emit_pass_loops(int p, const std::vector<std::pair<ValueId, bool>>& accs, const std::vector<bool>& need,
-                       bool cascade, bool stash_mode, bool main_copy) {
+                       bool cascade, bool stash_mode) {
     std::vector<int> ra = nest_.reduce_axes();
     open("");
     int open_loops = 0;
@@ -428,7 +422,7 @@ class Emitter {
       };
       if (chains)
         emit_chain_group(ia, [&](int c) { body(false, c, c); });
-      else if (inner_ && main_copy && (costly || p == prefetch_pass_))
+      else if (inner_ && (costly || p == prefetch_pass_))
         emit_chain_group(
             ia, [&](int c) { body(false, 0, c); }, kPairCopies);
       for (int tail = 0; tail < (inner_ ? 2 : 1); ++tail) {

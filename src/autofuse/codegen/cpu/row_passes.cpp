@@ -126,10 +126,16 @@ std::vector<std::string> stash_declarations(const Graph& g, const LoopNest& nest
     per += " + sizeof(" + ct + ")";
   }
   if (ptrs.empty()) return out;
-  out.push_back("alignas(64) char af_stash[" + std::to_string(stash_bytes) +
+  out.push_back("alignas(64) char af_stash_buf[" + std::to_string(stash_bytes) +
                 "];  // the row stash: values later passes reload");
   out.push_back("const int64_t rn_pad = (rn + AF_W - 1) / AF_W * AF_W;");
-  out.push_back("const bool af_use_stash = rn_pad * (int64_t)(" + per + ") <= (int64_t)sizeof af_stash;");
+  out.push_back("const int64_t af_stash_need = rn_pad * (int64_t)(" + per + ");");
+  out.push_back("const bool af_stash_big = af_stash_need > (int64_t)sizeof af_stash_buf;  // rows past the buffer");
+  out.push_back("char* const af_stash_heap = af_stash_big ? af_heap_stash(af_stash_need) : nullptr;");
+  out.push_back("if (af_stash_big && af_stash_heap == nullptr) return AF_STATUS_NO_MEMORY;  // before any row");
+  out.push_back("char* const af_stash = af_stash_big ? af_align64(af_stash_heap) : af_stash_buf;");
+  out.push_back("const int64_t af_stash_cap = af_stash_big ? af_stash_need : (int64_t)sizeof af_stash_buf;");
+  out.push_back("(void)af_stash_cap;");
   out.insert(out.end(), ptrs.begin(), ptrs.end());
   return out;
 }
