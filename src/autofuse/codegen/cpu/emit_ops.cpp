@@ -13,10 +13,14 @@
 namespace autofuse {
 
 const std::string& af_kernel_header_text() {
-  // af_kernel.inc: types, converts, arithmetic, horizontal combines; af_kernel_exp.inc: exp, division by a row
-  // value, the SLEEF wrappers; af_kernel_math.inc: tanh and erf (they use exp's core).
+  // af_kernel.inc: types, f16/bf16, loads and stores; af_kernel_ops.inc: arithmetic, SLEEF's transcendentals,
+  // horizontal combines; af_kernel_exp.inc: exp, division by a row value; af_kernel_math.inc: tanh and erf (they use
+  // exp's core). One text, in this order.
   static const char* const base =
 #include "autofuse/codegen/cpu/af_kernel.inc"
+      ;
+  static const char* const ops =
+#include "autofuse/codegen/cpu/af_kernel_ops.inc"
       ;
   static const char* const exp =
 #include "autofuse/codegen/cpu/af_kernel_exp.inc"
@@ -24,7 +28,7 @@ const std::string& af_kernel_header_text() {
   static const char* const math =
 #include "autofuse/codegen/cpu/af_kernel_math.inc"
       ;
-  static const std::string text = std::string(base) + exp + math;
+  static const std::string text = std::string(base) + ops + exp + math;
   return text;
 }
 
