@@ -1,5 +1,5 @@
 // C++ source emission for one kernel on x86-64 CPUs: explicit SIMD through GCC vector extensions, AF_W lanes per
-// value, the helpers of af_kernel.inc (embedded in every source, so kernels compile with no include path).
+// value, the helpers of af_kernel*.inc (embedded in every source, so kernels compile with no include path).
 #pragma once
 
 #include <string>

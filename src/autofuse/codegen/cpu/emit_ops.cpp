@@ -262,7 +262,7 @@ std::string op_expression(const Graph& g, const Node& n, const std::vector<std::
       return call("af_shl", ct, a);
     case OpKind::Shr:
       return call("af_shr", ct, a);
-    case OpKind::Fma:  // one rounding (an FMA instruction, af_kernel.inc), as eager's addcmul
+    case OpKind::Fma:  // one rounding (an FMA instruction, af_kernel_ops.inc), as eager's addcmul
       return r(call("af_fma", ct, a));
     case OpKind::Where:
       return "af_sel<" + oct + ">(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
