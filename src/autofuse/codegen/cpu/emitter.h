@@ -119,7 +119,7 @@ class Emitter {
     else
       emit_rows_vec_reduced();
     line("if (af_nt) af_sfence();");
-    if (stash_declared_) line("if (af_stash_heap != nullptr) __builtin_free(af_stash_heap);");
+    if (has_stash()) line("if (af_stash_heap != nullptr) __builtin_free(af_stash_heap);");
     line("return AF_STATUS_OK;");
     out_ << "}\n";
     return out_.str();
@@ -261,12 +261,14 @@ class Emitter {
 
   /// The stash (stack buffer or heap block, stash_declarations) and one pointer `st<id>` per stashed value.
   void emit_stash_decls() {
-    for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) {
-      line(l);
-      stash_declared_ = true;
-    }
+    for (const std::string& l : stash_declarations(g_, nest_, stash_pass_, num_passes_, kStashBytes)) line(l);
   }
-  bool stash_declared_ = false;  ///< the kernel has a row stash (it frees af_stash_heap before returning)
+  /// Whether any value is stashed (stash_declarations then declares the stash, af_stash_heap included).
+  bool has_stash() const {
+    for (size_t i = 0; i < g_.size(); ++i)
+      if (is_stashed(i)) return true;
+    return false;
+  }
 
   // Prefetching rows ahead (emit_prefetch.cpp): the next row (`pn<k>`, prefetched into L1 by one later pass), the
   // row after it (`pq<k>`, into L2, 16-bit inputs only, when the launch flag AF_LF_FAR is set), outputs with prefetchw,
