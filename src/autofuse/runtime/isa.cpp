@@ -93,10 +93,15 @@ std::string kernel_opt_level(const std::string& isa) {
   // Zen 3, AVX2, g++ 12 (session 24; 7-11 rounds of the two alternating, median of per-round ratios): -O2 took
   // 0.84x the g++ CPU time of -O3 on bf16 softmax and 0.84-0.86x on bf16 layer_norm and f32 softmax, and its kernels
   // 0.996-1.010x the run time of -O3's (bf16 layer_norm) and 1.006-1.016x (bf16 and f32 softmax; one-thread harness,
-  // the two alternating call by call, [32, 4096] and [8192, 4096]). In session 5 -O2 made f32 layer_norm 4-5 %
-  // slower (docs/demo.md, "Cold compile after batching"); AVX-512 is not re-measured, so avx512 keeps -O3.
+  // the two alternating call by call, [32, 4096] and [8192, 4096]). Zen 4, AVX-512, g++ 12 (session 26): -O3 fully
+  // unrolls the pipelined row loop's rolled group of four vectors (GCC drops `#pragma GCC unroll 1` inside the
+  // generic lambda), so bf16 softmax took 2.48 G cc1plus instructions (cachegrind) at -O3 against 1.98 G at -O2; the
+  // kernels at -O2 ran 0.99-1.02x the time of -O3's (bf16 softmax, 64 x 4096 and 256 x 1000, in cache), 0.993-0.997x
+  // (bf16 layer_norm), 0.99-1.005x (f32 softmax and layer_norm; the same harness). Session 5's "f32 layer_norm 4-5 %
+  // slower at -O2" (Zen 5, docs/demo.md "Cold compile after batching") is not seen on Zen 4.
   // AUTOFUSE_EXTRA_CXXFLAGS=-O3 (or -O2) overrides it.
-  return isa == "avx512" ? "-O3" : "-O2";
+  (void)isa;
+  return "-O2";
 }
 
 std::vector<std::string> kernel_compile_flag_list() {
@@ -105,27 +110,29 @@ std::vector<std::string> kernel_compile_flag_list() {
   // -ffp-contract=off: GCC otherwise fuses a*b+c into one FMA (one rounding instead of two), which differs from eager
   // PyTorch and the interpreter by an ulp (found by the kernel fuzzer, seed 777574). -Wno-psabi silences GCC's notes
   // about the ABI of 512-bit vector arguments, which the generated kernels never pass across a library boundary.
-  // -O2 for avx2 and scalar kernels, -O3 for avx512 (kernel_opt_level). -nodefaultlibs (with kernel_link_libraries()):
-  // the link skips libstdc++ and libgcc_s, which no kernel uses (Zen 3: 0.05 -> 0.02 s of the link, session 24).
+  // -O2 (kernel_opt_level). -fno-exceptions: no kernel throws (below for its compile time). -nodefaultlibs (with
+  // kernel_link_libraries()): the link skips libstdc++ and libgcc_s, which no kernel uses (Zen 3: 0.05 -> 0.02 s of
+  // the link, session 24).
   const std::string isa = host_isa();
-  std::vector<std::string> flags = {"-std=c++20",
-                                    kernel_opt_level(isa),
-                                    "-pipe",
-                                    "-shared",
-                                    "-fPIC",
-                                    "-fno-math-errno",
-                                    "-fno-plt",
-                                    "-ffp-contract=off",
-                                    "-Wno-psabi",
-                                    "-nodefaultlibs",
-                                    "-Wl,--no-undefined"};
+  std::vector<std::string> flags = {"-std=c++20", kernel_opt_level(isa), "-pipe",          "-shared",
+                                    "-fPIC",      "-fno-math-errno",     "-fno-plt",       "-ffp-contract=off",
+                                    "-Wno-psabi", "-fno-exceptions",     "-nodefaultlibs", "-Wl,--no-undefined"};
   for (auto& f : isa_flags(isa)) flags.push_back(f);
   // GCC caps the inlining growth of a translation unit past `large-unit-insns` instructions, so a batch of kernels
   // compiled as one unit (compile_modules) would get less inlining than each kernel alone (measured: a softmax
   // kernel 30% smaller, its vector code not inlined). Lifting the cap gives every kernel of a batch the code it gets
   // alone (function sizes compared with nm -S); a single kernel is far below the cap either way.
+  // -fno-tree-vrp -fno-ivopts: two GCC passes whose work the hand-vectorized kernels do not need (their loops step
+  // one vector at a time through x86 scaled-index addressing, their range checks are explicit). Zen 4, g++ 12 -O2,
+  // session 26: cc1plus instructions (cachegrind) of bf16 softmax 1.88 -> 1.73 G with both (-fno-exceptions, no
+  // kernel throws: 0.016 G more), bf16 layer_norm 0.93 -> 0.86 G; the 21 bench patterns x f32 / bf16 at [1024, 1024]
+  // (one thread, the two builds alternating call by call, 400 calls, medians) ran 0.97-1.01x the time without them
+  // on AVX-512 and on AVX2 (AUTOFUSE_ISA=avx2), geomean 0.996x either way, the same as a build against itself in
+  // that harness's order (docs/codegen.md "Compile time on Zen 4 AVX-512 (session 26)").
   if (compiler_is_gcc()) {
-    for (const char* f : {"--param=large-unit-insns=100000000", "--param=inline-unit-growth=1000"}) flags.push_back(f);
+    for (const char* f :
+         {"--param=large-unit-insns=100000000", "--param=inline-unit-growth=1000", "-fno-tree-vrp", "-fno-ivopts"})
+      flags.push_back(f);
   }
   for (auto& f : split_spaces(std::getenv("AUTOFUSE_EXTRA_CXXFLAGS"))) flags.push_back(f);
   return flags;

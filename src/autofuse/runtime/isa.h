@@ -23,7 +23,7 @@ int isa_vector_bytes(const std::string& isa);
 /// "avx512", the fp16/bf16 extensions when the CPU has them. Deterministic for a given ISA and CPU.
 std::vector<std::string> isa_flags(const std::string& isa);
 
-/// The optimisation flag of kernels for an ISA name: "-O3" for "avx512", "-O2" otherwise (measurements in isa.cpp).
+/// The optimisation flag of kernels for an ISA name: "-O2" for every ISA (measurements in isa.cpp).
 std::string kernel_opt_level(const std::string& isa);
 
 /// The full flag string kernels are compiled and linked with for host_isa(): kernel_compile_flag_list() then
