@@ -330,8 +330,9 @@ void Emitter::emit_pipe_step_loop(const std::vector<std::vector<std::string>>& p
   // the P - 1 prologue and epilogue steps (af_all false: the runtime flags). The few vectors after it (the last
   // group's rest and the row's tail) are compiled once, with the runtime flags, as one loop of masked vectors (less
   // code to compile: with chains, a loop of whole vectors and a partial one took another copy of every pass; Zen 4,
-  // AVX-512, g++ 12 -O2, bf16 softmax, session 26: cc1plus 1.98 -> 1.88 G instructions, run time 0.99-1.01x in
-  // cache at rows of 2050-4150 elements, alternating one-thread runs).
+  // AVX-512, g++ 12 -O2, bf16 softmax, session 26: cc1plus 1.98 -> 1.88 G instructions; run time, alternating
+  // one-thread runs in cache, 0.99-1.01x at rows of 1087, 2111, 4096 and 4150 elements once af_nlanes compares in the
+  // mask's lane width, 1.06-1.11x at 1087 and 2111 before that).
   std::string all = "act1";
   for (int p = 2; p <= P; ++p) all += " && act" + s(p);
   // With row flags (row_flag_sums), a third copy for steady steps whose divided rows all have their flag set: there
