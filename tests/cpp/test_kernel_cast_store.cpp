@@ -60,7 +60,8 @@ struct ScopedEnv {
 /// -inf, and random rows.
 HostTensor softmax_input(DType t, int64_t cols, std::mt19937_64& rng) {
   const int64_t per_row = std::max<int64_t>(cols - 1, 1), count = 78 * 8 + 1;
-  const int64_t ramp_rows = (count + per_row - 1) / per_row, rows = ramp_rows + 8;
+  // 24 rows past the ramp: a call of at least AF_PIPE_MIN_ROWS (8) rows per thread takes the pipelined loop
+  const int64_t ramp_rows = (count + per_row - 1) / per_row, rows = ramp_rows + 24;
   HostTensor x = HostTensor::empty(t, {rows, cols});
   std::normal_distribution<double> nd(0.0, 3.0);
   for (int64_t r = 0; r < rows; ++r)

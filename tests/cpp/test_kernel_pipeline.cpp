@@ -5,7 +5,7 @@
 // the threads, so each thread's pipeline has its own prologue and epilogue), NaN / +inf / -inf / all -inf rows, rows
 // whose exp(x - max) falls below 2^-60 (softmax's row flag off) or stays above it,
 // f32 / bf16 / f16, rows with a gap between them, 0-size tensors, and graphs with per-row outputs and
-// two or three passes. AF_PIPE_MIN=1 makes every row take the pipelined loop.
+// two or three passes. AF_PIPE_MIN=1 and AF_PIPE_MIN_ROWS=1 make every row take the pipelined loop.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,7 +129,7 @@ TEST(KernelPipeline, BitIdenticalToTheRowLoop) {
       ASSERT_TRUE(pipelined(*plain)) << pg.name << " " << dt << ": no pipelined loop planned";
       std::shared_ptr<Kernel> piped;
       {
-        ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1");
+        ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1 -DAF_PIPE_MIN_ROWS=1");
         piped = Kernel::compile(g);
       }
       for (int64_t d : kLengths)
@@ -200,11 +200,11 @@ TEST(KernelPipeline, SoftmaxRowFlagKeepsTheRangeTestWhereNeeded) {
       plain = Kernel::compile(g);
     }
     {
-      ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1");
+      ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1 -DAF_PIPE_MIN_ROWS=1");
       piped = Kernel::compile(g);
     }
     {
-      ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1 -DAF_NO_ROW_FLAG");
+      ScopedCxxFlags flags("-DAF_PIPELINE_ROWS -DAF_PIPE_MIN=1 -DAF_PIPE_MIN_ROWS=1 -DAF_NO_ROW_FLAG");
       unflagged = Kernel::compile(g);
     }
     if (piped->source().find("af_div_rcp_row(") == std::string::npos) GTEST_SKIP() << "no AVX-512: no row flag";

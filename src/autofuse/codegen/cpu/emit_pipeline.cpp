@@ -13,9 +13,10 @@
 // - a per-row (kept) value of stage s read by pass q > s + 1 is carried through a delay line kx<id>_<s+1> ..
 //   kx<id>_<q>, shifted once per step, so pass q sees its own row's value.
 // On by default only where it measured faster (pipe_by_default); -DAF_NO_PIPELINE_ROWS turns it off,
-// -DAF_PIPELINE_ROWS on for every eligible kernel. Used when the row is at least AF_PIPE_MIN elements long (short
-// rows keep the row loop: per-row costs dominate there) and the stashed values fit the stash buffer without sharing
-// slots.
+// -DAF_PIPELINE_ROWS on for every eligible kernel. Used when the row is at least AF_PIPE_MIN elements long and the call
+// has at least AF_PIPE_MIN_ROWS rows (shorter rows and fewer rows keep the row loop: per-row costs and the prologue
+// and epilogue steps dominate there; figures in af_kernel.inc) and the stashed values fit the stash buffer without
+// sharing slots.
 #include "autofuse/codegen/cpu/emitter.h"
 
 namespace autofuse {
@@ -158,7 +159,7 @@ void Emitter::emit_pipelined_rows() {
     off += " + sizeof(" + ct + ")";
     per += " + sizeof(" + ct + ")";
   }
-  std::string cond = "rn >= AF_PIPE_MIN && blk % " + s(kRowChains) + " == 0";
+  std::string cond = "rn >= AF_PIPE_MIN && row_end - row_begin >= AF_PIPE_MIN_ROWS && blk % " + s(kRowChains) + " == 0";
   if (!ptrs.empty()) cond += " && rn_pad * (int64_t)(" + per + ") <= af_stash_cap";
   open("if (" + cond + ")");
   for (const std::string& l : ptrs) line(l);
