@@ -1,8 +1,8 @@
 // The transposed-tile loop (codegen/cpu/emit_tiles.cpp): elementwise kernels with inputs read through a transpose,
 // against the reference interpreter, bit for bit (the ops are exact), for every dtype, sizes around the tile edges
-// (AF_W and 2 AF_W rows, tails along both axes, size-1 and 0-size), a batch axis, two transposed inputs, NaN/inf
-// values, poisoned outputs, one and two threads; and that the compiled variant is the tile loop when the graph
-// declares the transposed strides (so the first call reuses it).
+// (AF_W and 2 AF_W rows, tails along both axes, size-1 and 0-size, rows of several column chunks), a batch axis, two
+// transposed inputs, NaN/inf values, poisoned outputs, one and two threads; and that the compiled variant is the tile
+// loop when the graph declares the transposed strides (so the first call reuses it).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -74,6 +74,8 @@ TEST(KernelTransposeTile, TwoDimensionalEveryDtype) {
                                     {64, 100},
                                     {100, 64},
                                     {257, 19},
+                                    {19, 300},  // column chunks (emit_tiles.cpp): 256 (f32, int8) or 128 (16-bit,
+                                    {40, 530},  // 64-bit) columns, then a partial one, ending inside a vector
                                     {0, 5},
                                     {5, 0}}) {
       for (int threads : {1, 2}) {

@@ -58,6 +58,9 @@ bool tile_transposed_operand(const LoopNest& nest, const EmitOptions& o, size_t 
 
 /// Bytes of one column of a transposed operand that a tile reads at once (a cache line).
 inline constexpr int kTileLineBytes = 64;
+/// Bytes of the scratch that holds one column chunk of a transposed operand, transposed (th rows of chunk columns in
+/// the compute type): a third to a half of a 32-48 KiB L1D, so the tile's rows then stream through it.
+inline constexpr int kTileChunkBytes = 16384;
 /// The rows (indices along the tile axis) of one tile of the transposed-tile loop of variant o: AF_W times the
 /// blocks that make the widest-needed column read kTileLineBytes (2 for 16 bf16 lanes, 1 for f32, 4 for bool).
 int tile_height(const Graph& g, const LoopNest& nest, const EmitOptions& o);

@@ -6,12 +6,17 @@
 // tile of tile_height() consecutive indices along t (group g<t> of ntg) by a vblock of the vector axis: AF_W, or a
 // multiple of it so that each column of a transposed operand is read a whole 64-byte line at a time (32 rows for
 // bf16: with 16, the other half of each line was read by the next tile after 1024 other lines, all in the same
-// cache sets for a power-of-two n_t, so from L3 or DRAM again). Per vector step of AF_W columns the operand is loaded
-// as AF_W vectors along t per AF_W x AF_W block (one contiguous, masked load per column), each block transposed in
-// registers (af_transpose: log2(AF_W) stages of two-source permutes), and the tile's rows j = 0..tn-1 then run the
-// elementwise body with vector j of the blocks in place of the lane-by-lane load;
-// every other operand is read and written as in the row loop, at index tb + j along t. Each element is computed by
-// the same expression as in the row loop, so the results are the same bits.
+// cache sets for a power-of-two n_t, so from L3 or DRAM again). The vblock is walked in column chunks (af_tc<k>
+// columns, a kTileChunkBytes scratch per transposed operand). Per vector step of AF_W columns of a chunk the operand
+// is loaded as AF_W vectors along t per AF_W x AF_W block (one contiguous, masked load per column), each block
+// transposed in registers (af_transpose: log2(AF_W) stages of two-source permutes) and stored into the scratch, row
+// by row; then the tile's rows j = 0..tn-1 each run the elementwise body over the chunk, reading row j of the scratch
+// in place of the lane-by-lane load, every other operand read and written as in the row loop at index tb + j along t.
+// (Session 27: the rows used to run per block, so each block step touched AF_W rows of every contiguous operand at
+// once, rows n_v elements apart -- for a power-of-two n_v all in the same L1 sets, and the output's stores 4 KiB
+// from the next row's loads. f32 a * 2 + b.t(), one thread, Zen 4: [64, 1024] 1.03 -> 0.24 ns per element, [512,
+// 1024] 1.08 -> 0.35, [520, 1000] 0.87 -> 0.47, [8192, 1024] at DRAM size 2.75 -> 1.98; docs/codegen.md.) Each
+// element is computed by the same expression as in the row loop, so the results are the same bits.
 #include "autofuse/codegen/cpu/emitter.h"
 
 namespace autofuse {
@@ -65,10 +70,22 @@ void Emitter::emit_rows_tiled() {
   }
   if (!placed) digits.emplace_back("g" + s(t), "ntg");
   emit_odometer_start(digits, "row_begin", "rest");
+  const int lanes = std::max(1, o_.lanes);
   for (size_t k : tr) {
-    const std::string ct = compute_ctype(g_.node(nest_.operands[k]).dtype);
-    line("vec<" + ct + "> af_t" + s(k) + "[" + s(th) + "];  // operand " + s(k) + ": one tile, transposed");
+    const std::string ct = compute_ctype(g_.node(nest_.operands[k]).dtype), ks = s(k);
+    const int eb = static_cast<int>(dtype_size(compute_dtype(g_.node(nest_.operands[k]).dtype)));
+    // The scratch of one column chunk: th rows of kTileChunkBytes / (th * element) columns, each row padded by one
+    // vector so that the rows do not all start in the same cache sets.
+    const int chunk = std::max(lanes, kTileChunkBytes / (th * eb) / lanes * lanes);
+    line("vec<" + ct + "> af_t" + ks + "[" + s(th) + "];  // operand " + ks + ": one block, transposed");
+    line("constexpr int64_t af_tc" + ks + " = " + s(chunk) + ", af_tw" + ks + " = " + s(chunk + lanes) +
+         ";  // chunk columns, scratch row stride");
+    line("alignas(64) " + ct + " af_s" + ks + "[" + s(th) + " * af_tw" + ks + "];  // operand " + ks +
+         ": the chunk, transposed");
   }
+  // Every transposed operand has the same chunk (the widest compute type sets it; one chunk loop for all).
+  std::string chunk = "af_tc" + s(tr.front());
+  for (size_t k : tr) chunk = "af_imin<int64_t>(" + chunk + ", af_tc" + s(k) + ")";
   open("for (int64_t row = row_begin; row < row_end; ++row)");
   decompose_row(ko);
   line("const int64_t tb = g" + s(t) + " * " + s(th) + ", tn = af_imin<int64_t>(" + s(th) + ", n" + s(t) + " - tb);");
@@ -76,35 +93,48 @@ void Emitter::emit_rows_tiled() {
   const std::string iv = "i" + s(v_), it = "i" + s(t);
   const std::vector<std::string> saved = cur_;
   const std::vector<bool> saved_scope = in_scope_;
-  open("for (int64_t " + iv + " = vbeg; " + iv + " < vend; " + iv + " += AF_W)");
-  line("const int64_t n = af_imin<int64_t>(AF_W, vend - " + iv + ");");
+  open("for (int64_t cb = vbeg; cb < vend; cb += " + chunk + ")");
+  line("const int64_t ce = af_imin<int64_t>(vend, cb + " + chunk + ");");
+  // 1. The chunk's blocks of every transposed operand, loaded along t, transposed in registers, stored row by row.
+  open("for (int64_t " + iv + " = cb; " + iv + " < ce; " + iv + " += AF_W)");
+  line("const int64_t n = af_imin<int64_t>(AF_W, ce - " + iv + ");");
   for (size_t k : tr) {
     const Node& nd = g_.node(nest_.operands[k]);
     const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype), ks = s(k);
     if (nd.dtype == DType::BFloat16 && blocks == 2) {  // bf16 pairs as 32-bit lanes: one transpose per 2 AF_W rows
       line("vec<uint32_t> af_u" + ks + "[AF_W];");
+      line("#pragma GCC unroll 16");
       open("for (int c = 0; c < AF_W; ++c)");
       line("af_u" + ks + "[c] = c < n ? af_ld_bf16_pairs(p" + ks + " + " + cur_[k] + " + tb * s" + ks + "_" + s(t) +
            " + (" + iv + " + c) * s" + ks + "_" + s(v_) + ", tn) : vec<uint32_t>{};");
       close();
       line("af_transpose<uint32_t>(af_u" + ks + ");");
+      line("#pragma GCC unroll 16");
       line("for (int c = 0; c < AF_W; ++c) af_bf16_pair_rows(af_u" + ks + "[c], af_t" + ks + "[2 * c], af_t" + ks +
            "[2 * c + 1]);");
-      continue;
+    } else {
+      for (int b = 0; b < blocks; ++b) {  // AF_W x AF_W blocks, one below the other along t
+        const std::string tb = b ? "(tb + " + s(b) + " * AF_W)" : "tb", tnb = b ? "(tn - " + s(b) + " * AF_W)" : "tn";
+        const std::string at = b ? "af_t" + ks + " + " + s(b) + " * AF_W" : "af_t" + ks;
+        line("#pragma GCC unroll 16");
+        open("for (int c = 0; c < AF_W; ++c)");
+        line("(" + at + ")[c] = c < n && " + tnb + " > 0 ? af_ldu<" + ct + ", " + st + ">(p" + ks + " + " + cur_[k] +
+             " + " + tb + " * s" + ks + "_" + s(t) + " + (" + iv + " + c) * s" + ks + "_" + s(v_) +
+             ", af_imin<int64_t>(AF_W, " + tnb + ")) : vec<" + ct + ">{};");
+        close();
+        line("af_transpose<" + ct + ">(" + at + ");");
+      }
     }
-    for (int b = 0; b < blocks; ++b) {  // AF_W x AF_W blocks, one below the other along t
-      const std::string tb = b ? "(tb + " + s(b) + " * AF_W)" : "tb", tnb = b ? "(tn - " + s(b) + " * AF_W)" : "tn";
-      const std::string at = b ? "af_t" + ks + " + " + s(b) + " * AF_W" : "af_t" + ks;
-      open("for (int c = 0; c < AF_W; ++c)");
-      line("(" + at + ")[c] = c < n && " + tnb + " > 0 ? af_ldu<" + ct + ", " + st + ">(p" + ks + " + " + cur_[k] +
-           " + " + tb + " * s" + ks + "_" + s(t) + " + (" + iv + " + c) * s" + ks + "_" + s(v_) +
-           ", af_imin<int64_t>(AF_W, " + tnb + ")) : vec<" + ct + ">{};");
-      close();
-      line("af_transpose<" + ct + ">(" + at + ");");
-    }
+    line("#pragma GCC unroll 64");
+    line("for (int r = 0; r < " + s(th) + "; ++r) af_st<" + ct + ", " + ct + ">(af_s" + ks + " + r * af_tw" + ks +
+         " + (" + iv + " - cb), af_t" + ks + "[r]);");
   }
+  close();
+  // 2. The tile's rows over the chunk: each row streams along the vector axis, as in the row loop.
   open("for (int64_t j = 0; j < tn; ++j)");
   line("const int64_t " + it + " = tb + j;");
+  open("for (int64_t " + iv + " = cb; " + iv + " < ce; " + iv + " += AF_W)");
+  line("const int64_t n = af_imin<int64_t>(AF_W, ce - " + iv + ");");
   for (size_t k = 0; k < cur_.size(); ++k) {
     if (std::find(tr.begin(), tr.end(), k) != tr.end()) continue;
     std::string off = cur_[k];
@@ -117,6 +147,7 @@ void Emitter::emit_rows_tiled() {
   in_scope_[static_cast<size_t>(t)] = true;
   in_scope_[static_cast<size_t>(v_)] = true;
   emit_passes();
+  close();
   close();
   close();
   cur_ = saved;

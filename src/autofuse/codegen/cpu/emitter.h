@@ -551,7 +551,8 @@ class Emitter {
       if (!val(id).varies[static_cast<size_t>(v_)])
         e = "af_ld1<" + ct + ", " + st + ">(" + ptr + ")";
       else if (tile_transposed_operand(nest_, o_, static_cast<size_t>(k)))
-        e = "af_t" + s(static_cast<int64_t>(k)) + "[j]";  // the transposed tile's vector of this row (emit_tiles.cpp)
+        e = "af_ld<" + ct + ", " + ct + ">(af_s" + s(static_cast<int64_t>(k)) + " + j * af_tw" +
+            s(static_cast<int64_t>(k)) + " + (i" + s(v_) + " - cb))";  // the transposed chunk's row (emit_tiles.cpp)
       else if (o_.unit_inner[static_cast<size_t>(k)])
         e = "af_ldu<" + ct + ", " + st + ">(" + ptr + ", n)";
       else
