@@ -249,6 +249,36 @@ TEST(Kernel, IntegerSemantics) {
   expect_matches_interpreter(g, {a, b, c, d}, 0.0);
 }
 
+// floor / ceil / trunc / round on the values where they differ: ties (round: to even), -0.0, a negative value that
+// rounds to -0.0, subnormals, values beyond 2^23 (already integral), +-inf, NaN; 37 elements (whole vectors and a
+// tail). f32 takes one vrndscaleps / vroundps per vector (af_rnd_ps_, af_kernel_ops.inc), bf16 the same after its
+// widening, f64 the libm function per lane: every result must equal the libm function's, the sign of a zero included.
+TEST(Kernel, RoundingOpsMatchLibmOnHardValues) {
+  const std::vector<double> hard = {-2.5, -1.5, -0.5,      -0.3,       -0.0, 0.0,    0.3,   0.5,  1.5,   2.5,
+                                    3.7,  -3.7, 8388607.5, -8388609.0, 1e30, -1e-40, 1e-40, kInf, -kInf, kNaN};
+  std::vector<double> vals;
+  for (int i = 0; i < 37; ++i) vals.push_back(hard[static_cast<size_t>(i) % hard.size()]);
+  for (const char* dt : {"f32", "bf16", "f64"}) {
+    Graph g = parse_graph(std::string("graph r(%a: ") + dt + "[s0]) {\n  %f = floor(%a)\n  %c = ceil(%a)\n" +
+                          "  %t = trunc(%a)\n  %r = round(%a)\n  return %f, %c, %t, %r\n}");
+    const DType t = g.node(g.inputs()[0]).dtype;
+    HostTensor a = filled(t, {37}, vals);
+    auto got = run_kernel(*Kernel::compile(g), {a});
+    double (*const fns[4])(double) = {std::floor, std::ceil, std::trunc, std::nearbyint};
+    for (size_t o = 0; o < 4; ++o)
+      for (int64_t i = 0; i < 37; ++i) {
+        const double x = a.get_double({i}), want = fns[o](x), v = got[o].get_double({i});
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(v)) << dt << " output " << o << " of " << x;
+        } else {
+          EXPECT_EQ(v, want) << dt << " output " << o << " of " << x;
+          EXPECT_EQ(std::signbit(v), std::signbit(want)) << dt << " output " << o << " of " << x;
+        }
+      }
+    expect_matches_interpreter(g, {a}, 0.0);
+  }
+}
+
 // A NaN clamp bound makes every element NaN, in eager and in the interpreter; the kernel's compares alone would
 // ignore it (found by review, session 14). Other bounds, -inf/+inf ones included, leave non-NaN elements finite.
 TEST(Kernel, ClampWithANaNBoundIsNaNEverywhere) {

@@ -103,21 +103,18 @@ void Emitter::emit_rows_tiled() {
     const std::string ct = compute_ctype(nd.dtype), st = storage_ctype(nd.dtype), ks = s(k);
     if (nd.dtype == DType::BFloat16 && blocks == 2) {  // bf16 pairs as 32-bit lanes: one transpose per 2 AF_W rows
       line("vec<uint32_t> af_u" + ks + "[AF_W];");
-      line("#pragma GCC unroll 16");
-      open("for (int c = 0; c < AF_W; ++c)");
+      open("AF_LANES for (int c = 0; c < AF_W; ++c)");
       line("af_u" + ks + "[c] = c < n ? af_ld_bf16_pairs(p" + ks + " + " + cur_[k] + " + tb * s" + ks + "_" + s(t) +
            " + (" + iv + " + c) * s" + ks + "_" + s(v_) + ", tn) : vec<uint32_t>{};");
       close();
       line("af_transpose<uint32_t>(af_u" + ks + ");");
-      line("#pragma GCC unroll 16");
-      line("for (int c = 0; c < AF_W; ++c) af_bf16_pair_rows(af_u" + ks + "[c], af_t" + ks + "[2 * c], af_t" + ks +
-           "[2 * c + 1]);");
+      line("AF_LANES for (int c = 0; c < AF_W; ++c) af_bf16_pair_rows(af_u" + ks + "[c], af_t" + ks + "[2 * c], af_t" +
+           ks + "[2 * c + 1]);");
     } else {
       for (int b = 0; b < blocks; ++b) {  // AF_W x AF_W blocks, one below the other along t
         const std::string tb = b ? "(tb + " + s(b) + " * AF_W)" : "tb", tnb = b ? "(tn - " + s(b) + " * AF_W)" : "tn";
         const std::string at = b ? "af_t" + ks + " + " + s(b) + " * AF_W" : "af_t" + ks;
-        line("#pragma GCC unroll 16");
-        open("for (int c = 0; c < AF_W; ++c)");
+        open("AF_LANES for (int c = 0; c < AF_W; ++c)");
         line("(" + at + ")[c] = c < n && " + tnb + " > 0 ? af_ldu<" + ct + ", " + st + ">(p" + ks + " + " + cur_[k] +
              " + " + tb + " * s" + ks + "_" + s(t) + " + (" + iv + " + c) * s" + ks + "_" + s(v_) +
              ", af_imin<int64_t>(AF_W, " + tnb + ")) : vec<" + ct + ">{};");
@@ -125,9 +122,8 @@ void Emitter::emit_rows_tiled() {
         line("af_transpose<" + ct + ">(" + at + ");");
       }
     }
-    line("#pragma GCC unroll 64");
-    line("for (int r = 0; r < " + s(th) + "; ++r) af_st<" + ct + ", " + ct + ">(af_s" + ks + " + r * af_tw" + ks +
-         " + (" + iv + " - cb), af_t" + ks + "[r]);");
+    line("AF_LANES for (int r = 0; r < " + s(th) + "; ++r) af_st<" + ct + ", " + ct + ">(af_s" + ks + " + r * af_tw" +
+         ks + " + (" + iv + " - cb), af_t" + ks + "[r]);");
   }
   close();
   // 2. The tile's rows over the chunk: each row streams along the vector axis, as in the row loop.
