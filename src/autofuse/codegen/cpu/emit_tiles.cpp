@@ -84,8 +84,9 @@ void Emitter::emit_rows_tiled() {
          ": the chunk, transposed");
   }
   // Every transposed operand has the same chunk (the widest compute type sets it; one chunk loop for all).
+  if (tr.empty()) throw std::logic_error("emitter: a transposed-tile loop without a transposed operand");
   std::string chunk = "af_tc" + s(tr.front());
-  for (size_t k : tr) chunk = "af_imin<int64_t>(" + chunk + ", af_tc" + s(k) + ")";
+  for (size_t i = 1; i < tr.size(); ++i) chunk = "af_imin<int64_t>(" + chunk + ", af_tc" + s(tr[i]) + ")";
   open("for (int64_t row = row_begin; row < row_end; ++row)");
   decompose_row(ko);
   line("const int64_t tb = g" + s(t) + " * " + s(th) + ", tn = af_imin<int64_t>(" + s(th) + ", n" + s(t) + " - tb);");
