@@ -190,5 +190,28 @@ TEST(KernelTransposeTile, CopyKernelCompilesTheTileVariantWithTheBatch) {
   }
 }
 
+// The copy kernel of a broadcast along the vector axis ([n, 1] -> [n, m], `b.expand(-1, m).clone()`): its speculative
+// tile variant has no transposed operand (the input does not vary along the vector axis). Session 27: the chunked
+// tile loop read the first transposed operand of an empty list there and the compile crashed (found by review).
+TEST(KernelTransposeTile, CopyOfAColumnBroadcastCompilesWithTheBatch) {
+  TilingRestore restore;
+  std::mt19937_64 rng(kernel_testing::test_seed() + 4);
+  Graph g = parse_graph(R"(graph copy(%x: f32[s0, 1]) {
+  %y = broadcast_to(%x) {shape=[s0, 17]}
+  return %y
+})");
+  auto compiled = Kernel::compile_many({g}, 1);
+  ASSERT_EQ(compiled.size(), 1u);
+  ASSERT_TRUE(compiled[0].kernel) << "copy kernel failed to compile";
+  for (int64_t n : {1, 129, 300}) {
+    HostTensor x = contiguous_random(DType::Float32, {n, 1}, rng);
+    auto want = interpret(g, {x});
+    HostTensor out = HostTensor::empty(DType::Float32, {n, 17});
+    fill_random(out, rng, false);
+    compiled[0].kernel->run({x}, {out});
+    EXPECT_EQ(compare(out, want[0], 0), "") << n;
+  }
+}
+
 }  // namespace
 }  // namespace autofuse

@@ -73,3 +73,17 @@ def test_dynamic_sizes_reuse_one_variant():
     assert _loads() == before, "a new size compiled or loaded another kernel variant"
     recs = backend.RECORDS[start:]
     assert len(recs) == 1 and recs[0].mode == "kernels", [(r.name, r.mode) for r in recs]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_column_broadcast_copy_and_its_transpose_match_eager(dynamic):
+    # `b.expand(-1, m)` made contiguous is a copy kernel whose speculative tile variant has no transposed operand
+    # (b does not vary along the vector axis); the chunked tile loop of session 27 crashed compiling it (review).
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(7)
+    b = torch.randn(129, 1, generator=gen)
+    a = torch.randn(17, 129, generator=gen)
+    copy = torch.compile(lambda b: b.expand(-1, 17).clone(), backend="autofuse", dynamic=dynamic)
+    assert torch.equal(copy(b), b.expand(-1, 17).clone())
+    add_t = torch.compile(lambda a, b: a + b.expand(-1, a.shape[0]).t(), backend="autofuse", dynamic=dynamic)
+    assert torch.equal(add_t(a, b), a + b.expand(-1, a.shape[0]).t())

@@ -84,8 +84,9 @@ void Emitter::emit_rows_tiled() {
          ": the chunk, transposed");
   }
   // Every transposed operand has the same chunk (the widest compute type sets it; one chunk loop for all).
-  if (tr.empty()) throw std::logic_error("emitter: a transposed-tile loop without a transposed operand");
-  std::string chunk = "af_tc" + s(tr.front());
+  // Without a transposed operand (a copy kernel's speculative tile variant whose input is a broadcast along the
+  // vector axis: kernel_batch.cpp) the whole vblock is one chunk.
+  std::string chunk = tr.empty() ? "vblock" : "af_tc" + s(tr.front());
   for (size_t i = 1; i < tr.size(); ++i) chunk = "af_imin<int64_t>(" + chunk + ", af_tc" + s(tr[i]) + ")";
   open("for (int64_t row = row_begin; row < row_end; ++row)");
   decompose_row(ko);
