@@ -251,7 +251,7 @@ TEST(Kernel, IntegerSemantics) {
 
 // floor / ceil / trunc / round on the values where they differ: ties (round: to even), -0.0, a negative value that
 // rounds to -0.0, subnormals, values beyond 2^23 (already integral), +-inf, NaN; 37 elements (whole vectors and a
-// tail). f32 takes one vrndscaleps / vroundps per vector (af_rnd_ps_, af_kernel_ops.inc), bf16 the same after its
+// tail). f32 takes one vrndscaleps / vroundps per vector (af_rnd_, af_kernel_ops.inc), bf16 the same after its
 // widening, f64 the libm function per lane: every result must equal the libm function's, the sign of a zero included.
 TEST(Kernel, RoundingOpsMatchLibmOnHardValues) {
   const std::vector<double> hard = {-2.5, -1.5, -0.5,      -0.3,       -0.0, 0.0,    0.3,   0.5,  1.5,   2.5,
