@@ -7,8 +7,9 @@ page faults are not measured. Per kernel and dtype (fp32, bf16):
 - median (and min) wall time of ``--reps`` runs after one warm-up run, at DRAM size (>= ``--traffic-mb`` MB moved);
 - GB/s = bytes moved / median time, bytes moved = input bytes read + output bytes written (each element once;
   GB = 1e9 bytes);
-- the fraction of the copy bandwidth measured in the same run just before it: a ``torch`` ``copy_`` of the kernel's
-  largest operand into a preallocated tensor of the same size (read + write counted), median of ``--reps``;
+- the fraction of the copy bandwidth measured alongside it: a ``torch`` ``copy_`` of the kernel's largest operand
+  into a preallocated tensor of the same size (read + write counted), run alternately with the kernel (copy, kernel,
+  copy, kernel, ...; ``--reps`` pairs), the fraction being the median over the pairs of kernel GB/s / copy GB/s;
 - cold compile time (a child process with AUTOFUSE_FORCE_DISABLE_CACHES=1, median of ``--compile-reps``) and warm
   load time (a new child process whose fresh AUTOFUSE_CACHE_DIR was populated by an earlier child; the in-memory
   cache is cleared between repetitions), each timing ``Kernel.compile`` plus a first run on tiny inputs (which
@@ -84,14 +85,24 @@ def make_inputs(name, dt, n, torch):
     return [rnd(rows, COLS)]
 
 
-def median_time(fn, reps):
-    fn()  # warm-up
-    ts = []
+def interleaved_times(copy_fn, kernel_fn, reps):
+    """Wall times (seconds) of `reps` alternating runs of copy_fn and kernel_fn, after one warm-up run of each.
+
+    Alternating the two puts each kernel run next to a copy run in the same state of the shared machine (its memory
+    speed drifts by tens of percent over minutes); returns (copy times, kernel times), index i of both from rep i.
+    """
+    copy_fn()
+    kernel_fn()
+    cts, kts = [], []
     for _ in range(reps):
         t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), min(ts)
+        copy_fn()
+        t1 = time.perf_counter()
+        kernel_fn()
+        t2 = time.perf_counter()
+        cts.append(t1 - t0)
+        kts.append(t2 - t1)
+    return cts, kts
 
 
 def load_average():
@@ -170,19 +181,23 @@ def main(argv=None):
             moved = sum(t.numel() * t.element_size() for t in ins + outs)
             big = max(ins + outs, key=lambda t: t.numel())
             src, dst = torch.randn(big.shape).to(big.dtype), torch.empty(big.shape, dtype=big.dtype)
-            copy_t, _ = median_time(lambda: dst.copy_(src), a.reps)
-            copy_gbs = 2 * src.numel() * src.element_size() / copy_t / 1e9
+            copy_bytes = 2 * src.numel() * src.element_size()
+            copy_ts, ts = interleaved_times(lambda: dst.copy_(src), lambda: k.run(ins, outs), a.reps)
             del src, dst
-            t, tmin = median_time(lambda: k.run(ins, outs), a.reps)
+            copy_t, t, tmin = statistics.median(copy_ts), statistics.median(ts), min(ts)
+            copy_gbs = copy_bytes / copy_t / 1e9
+            # The fraction of copy: the median over the reps of (kernel GB/s / copy GB/s) of the same rep, so that a
+            # change of the shared machine's memory speed during the run moves both sides of each ratio together.
+            frac = statistics.median((moved / kt) / (copy_bytes / ct) for ct, kt in zip(copy_ts, ts))
             ref = None
             if name == "add":  # one spot check that the timed kernel computes the right thing
                 ref = float((outs[0].float() - (ins[0] + ins[1]).float()).abs().max())
             gbs = moved / t / 1e9
             rows.append({"kernel": name, "dtype": dt, "elements": ins[0].numel(), "element_bytes": es,
                          "bytes_moved": moved, "median_s": t, "min_s": tmin, "gbps": gbs, "copy_gbps": copy_gbs,
-                         "frac_of_copy": gbs / copy_gbs, "max_abs_err_vs_torch": ref})
+                         "frac_of_copy": frac, "copy_all_s": copy_ts, "kernel_all_s": ts, "max_abs_err_vs_torch": ref})
             print(f"  {name:<11} {dt}  {moved / 1e6:7.0f} MB  {t * 1e3:8.2f} ms  {gbs:6.2f} GB/s  "
-                  f"copy {copy_gbs:6.2f} GB/s  {100 * gbs / copy_gbs:5.1f}%", flush=True)
+                  f"copy {copy_gbs:6.2f} GB/s  {100 * frac:5.1f}%", flush=True)
             del ins, outs
 
     compile_times = {}
