@@ -127,6 +127,9 @@ class LoweredGraph:
     #: graph outputs rebuilt as views of another output's storage (lowering_unit_reshape.aliasing_outputs): the new
     #: LNode -> the FX node it returns (fx_value keeps the folded value that other nodes read)
     view_outputs: Dict[int, torch.fx.Node] = field(default_factory=dict)
+    #: tensor placeholders of a dtype the IR lacks (float8, complex, ...) -> their index in ``args``: no IR value, but
+    #: ATen fallbacks may read them (program.py passes ``args[i]``)
+    opaque_args: Dict[torch.fx.Node, int] = field(default_factory=dict)
 
     def fake_values(self) -> Dict[int, Any]:
         """LNode index -> the fake tensor (FX ``meta["val"]``) of the first FX node it is the value of, including
@@ -271,6 +274,8 @@ class Lowerer:
         n = self.g.nodes[v]
         if n.dtype == dtype:
             return v
+        if dtype not in DTYPE_TO_IR:
+            raise Unsupported(f"conversion to {dtype}, a dtype the IR lacks")
         if n.op == "constant":
             return self.constant(n.attrs["value"], dtype)
         return self.add("cast", [v], {"dtype": DTYPE_TO_IR[dtype]}, dtype, n.shape)
@@ -279,6 +284,8 @@ class Lowerer:
         """A 0-d constant of ``dtype`` holding ``value`` converted as torch converts a scalar (``scalar_as``). Stored
         already rounded, so folding a cast of the constant (``cast``) starts from the value ``dtype`` holds (review
         16d: ``2049 // tensor(1.5, f16)`` used 2049 where eager rounds it to 2048)."""
+        if dtype not in DTYPE_TO_IR:
+            raise Unsupported(f"a constant of {dtype}, a dtype the IR lacks")
         value = scalar_as(value, dtype)
         key = (repr(value), dtype)
         if key not in self._const_cache:
@@ -374,6 +381,7 @@ class Lowerer:
                 g.sym_sources.setdefault(g.symbols.name(s), f"args[{i}].shape[{d}]")
         shape = tuple(as_size(s) for s in val.shape)
         if val.dtype not in DTYPE_TO_IR:
+            g.opaque_args[node] = i  # no IR value; ATen fallbacks read it as args[i]
             return
         strides = tuple(as_size(s) for s in val.stride())
         attrs = {}

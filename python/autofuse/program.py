@@ -154,6 +154,8 @@ class _Emitter:
         if isinstance(a, torch.fx.Node):
             if a in lg.sym_nodes:
                 return f"({lg.sym_nodes[a]})"
+            if a in lg.opaque_args:  # a tensor input of a dtype the IR lacks, read by an ATen fallback
+                return f"args[{lg.opaque_args[a]}]"
             v = lg.fx_value.get(a)
             if isinstance(v, int):
                 return f"v{v}"

@@ -131,6 +131,27 @@ def test_unlowerable_graph_runs_eagerly():
     assert recs[0].mode == "eager" and recs[0].reason
 
 
+def test_float8_input_falls_back_per_op_and_the_rest_fuses():
+    """Review, session 28: a float8 tensor input has no IR value, and the program read it for its ATen fallback by IR
+    value (KeyError 'FX argument arg0_1 has no value in the program'): the whole graph ran eagerly. Now the fallback
+    reads args[i] and the float32 arithmetic after it is a kernel."""
+    x = (torch.randn(37) * 3).to(torch.float8_e4m3fn)
+    recs, launches = run_compiled(lambda a: a.float() * 2 + 1, x)
+    assert recs[0].mode == "kernels", recs[0].reason
+    assert [op for op, _ in recs[0].lowered.fallbacks] == ["aten._to_copy"]
+    assert launches >= 1
+
+
+def test_conversion_to_float8_names_the_dtype():
+    """Review, session 28: ``.to(torch.float8_e5m2)`` raised a bare KeyError inside the lowering. The conversion now
+    falls back with a reason naming the dtype; an ATen op's float8 result has no IR value, so the graph runs as-is
+    and says why."""
+    x = torch.randn(16)
+    recs, _ = run_compiled(lambda a: ((a * 2).to(torch.float8_e5m2).float(), a + 1), x, atol=0, rtol=0)
+    assert recs[0].mode == "eager"
+    assert "float8_e5m2" in recs[0].reason and "KeyError" not in recs[0].reason
+
+
 def test_dynamic_shapes_one_graph_many_sizes():
     torch.manual_seed(SEED)
     torch._dynamo.reset()
