@@ -90,16 +90,20 @@ class HostGroup:
         return [env[v] for v in self.step.outputs]
 
 
-def check_index(idx: torch.Tensor, size: int, dim: int) -> None:
-    """Raise eager's gather/scatter error when an index lies outside ``[0, size)`` (lowering_gather.py): one
-    min/max pass over the index (one int per row). RuntimeError ``index I is out of bounds for dimension D with
-    size S`` names the first bad bound found (the minimum when it is negative, else the maximum)."""
+def check_index(idx: torch.Tensor, size: int, dim: int, op: str = "gather") -> None:
+    """Raise eager's error when an index of a lowered gather/scatter (``op``, lowering_gather.py) lies outside
+    ``[0, size)``: one min/max pass over the index (one int per row), naming the first bad bound found (the minimum
+    when it is negative, else the maximum). RuntimeError ``index I is out of bounds for dimension D with size S``;
+    for the gather of nll_loss / cross_entropy's decomposition (op ``nll_loss``) eager's IndexError ``Target I is
+    out of bounds.``"""
     if idx.numel() == 0:
         return
     lo, hi = torch.aminmax(idx)
     lo_i, hi_i = int(lo), int(hi)
     if lo_i < 0 or hi_i >= size:
         bad = lo_i if lo_i < 0 else hi_i
+        if op == "nll_loss":
+            raise IndexError(f"Target {bad} is out of bounds.")
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
@@ -111,7 +115,7 @@ def _values_made(st: Step) -> set:
 
 def _check_lines(lg: LoweredGraph, available) -> List[str]:
     """Program lines range-checking the gather/scatter indices among ``available`` (program variables)."""
-    return [f"    IDXCHK(v{v}, {_py_size(lg, size)}, {dim})  # {op} index"
+    return [f"    IDXCHK(v{v}, {_py_size(lg, size)}, {dim}, {op!r})  # {op} index"
             for v, size, dim, op in lg.index_checks if v in available]
 
 

@@ -78,6 +78,25 @@ def test_out_of_range_index_raises_like_eager(bad):
     torch.testing.assert_close(f(x, t), torch.gather(x.exp(), -1, t[:, None]))
 
 
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("bad", [10, -1])
+def test_out_of_range_target_raises_eagers_index_error(loss, bad):
+    """Review, session 28: a cross_entropy / nll_loss target outside [0, C) raised the gather check's RuntimeError
+    ("index 10 is out of bounds for dimension 1 ...") where eager raises IndexError("Target 10 is out of bounds."),
+    so code catching IndexError missed it. The ignored target (-100) is not checked, as in eager."""
+    fn = {"cross_entropy": lambda a, t: F.cross_entropy(a, t),
+          "nll_loss": lambda a, t: F.nll_loss(a.log_softmax(-1), t)}[loss]
+    x, t = torch.randn(4, 10), torch.tensor([1, -100, 3, 2])
+    torch._dynamo.reset()
+    f = torch.compile(fn, backend="autofuse")
+    torch.testing.assert_close(f(x, t), fn(x, t))
+    t[2] = bad
+    with pytest.raises(IndexError, match=f"^Target {bad} is out of bounds.$"):
+        fn(x, t)  # eager's behaviour, which the compiled graph must match
+    with pytest.raises(IndexError, match=f"^Target {bad} is out of bounds.$"):
+        f(x, t)
+
+
 def test_computed_index_is_checked_too():
     # the index is computed inside the kernel (where of the target); the check reads its materialized value
     x, t = torch.randn(5, 12), torch.tensor([1, 2, 40, 3, 4])
