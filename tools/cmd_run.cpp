@@ -1,4 +1,4 @@
-// `autofuse run FILE [--shape SYM=N ...] [--seed K] [--repeat R]`: compile a one-kernel graph, run it on seeded
+// `autofuse run FILE [--shape SYM=N ...] [--seed K] [--repeat R]`: compile the graph's kernels, run them on seeded
 // random contiguous inputs, compare every output with the reference interpreter, print the maximum absolute and
 // relative errors and the compile and run times. Exit status 1 on a mismatch (beyond the dtype's tolerance).
 #include <algorithm>

@@ -49,6 +49,16 @@ def test_check_ok_and_diagnostic(tmp_path):
     assert missing.returncode == 1 and "cannot read" in missing.stderr
 
 
+def test_check_refuses_a_graph_without_outputs_like_codegen_and_run(tmp_path):
+    """Review, session 28: check said ok for `return` without a value, which fuse, codegen and run refuse."""
+    empty = tmp_path / "empty.af"
+    empty.write_text("graph f(%x: f32[4]) {\n  return\n}\n")
+    for cmd in ("check", "codegen", "run", "fuse"):
+        r = run(cmd, empty)
+        assert r.returncode == 1, (cmd, r.stdout, r.stderr)
+        assert "graph 'f' has no outputs" in r.stderr or "graph f has no outputs" in r.stderr, (cmd, r.stderr)
+
+
 def test_interp_is_seeded_and_summarizes():
     a = run("interp", SOFTMAX, "--seed", 7, "--shape", "s0=3", "--shape", "s1=5")
     assert a.returncode == 0, a.stderr
