@@ -229,9 +229,13 @@ def choice() -> Dict[str, Any]:
                 _store(path, {k: v for k, v in res.items() if k != "source"})
         if res["choice"] == "onednn" and ONEDNN_LINEAR is None:  # a cache file from another torch build
             res["choice"] = "aten"
-    if log.isEnabledFor(logging.INFO):
-        log.info("autofuse: fp32 linear layers run on %s (%s; %s)", res["choice"], res["source"],
-                 ", ".join(f"{m}x{k}x{n}: aten {a} us, onednn {o} us" for m, k, n, a, o in res.get("shapes", [])))
+    # INFO when this process measured (news); a cached or forced choice at DEBUG: every first compile asks for the
+    # choice (the compiled-graph caches' key, aot_cache.version_tag), graphs without a linear layer too (review,
+    # session 28: the line at INFO looked like a statement about such a graph)
+    level = logging.INFO if res["source"] == "probe" else logging.DEBUG
+    if log.isEnabledFor(level):
+        log.log(level, "autofuse: fp32 linear layers run on %s (%s; %s)", res["choice"], res["source"],
+                ", ".join(f"{m}x{k}x{n}: aten {a} us, onednn {o} us" for m, k, n, a, o in res.get("shapes", [])))
     _CHOICE.append(res)
     return res
 

@@ -165,6 +165,8 @@ def plan_linear(lg, steps, inline_hosts: Set[int], views, prepack: bool = False)
             continue
         for v in st.nodes:
             n = lg.nodes[v]
+            if _matmul_operands(n) is None:
+                continue  # not a matmul: use_onednn's one-time probe (and its log line) only for graphs with one
             fold = _fold(lg, n, inline, views.layout, readers)
             if fold is None and use_onednn(n.dtype):
                 fold = _fold_kn(lg, n, graph_inputs)
