@@ -443,6 +443,36 @@ def _guarded_pickler(reducer_override: Callable[..., Any]) -> Callable[..., Any]
     return reduce
 
 
+def _guarded_serialize(serialize_guards: Callable[..., Any]) -> Callable[..., Any]:
+    """``CheckFunctionManager.serialize_guards`` raising torch's PackageError where torch 2.13 raises a TypeError.
+
+    A type guard on an object of a class defined inside a function (transformers 5.25's LLaMA reaches its rotary
+    embedding through such a ``_create_func_module.<locals>.Func``) cannot be stored, and torch's
+    ``raise_local_type_error`` says so with a TypeError, which ``CheckFunctionManager`` does not catch: the user's
+    first call died with InternalTorchDynamoError (review, session 28). Here the frame's package entry is bypassed
+    instead (``output_graph.bypass_package``, torch's path for an unstorable frame; a PackageError under
+    ``strict_precompile``) and empty guard bytes are returned, which the bypassed entry ignores (torch's own
+    PackageError path returns None there and then fails an assertion in ``_compile_inner``). The frame is compiled
+    and runs, only without a package, so a later process traces it again.
+
+    Arguments as torch's: (self, builder, sorted_guards, output_graph); returns the serialized guards (bytes)."""
+
+    def guarded(self: Any, builder: Any, sorted_guards: Any, output_graph: Any) -> Any:
+        try:
+            return serialize_guards(self, builder, sorted_guards, output_graph)
+        except TypeError as e:
+            if "cannot be saved into torch.compile() package" not in str(e):
+                raise
+            if torch._dynamo.config.strict_precompile:
+                raise torch._dynamo.exc.PackageError(str(e)) from e
+            log.info("autofuse warm start: a frame is not stored (%s)", e)
+            output_graph.bypass_package(f"Guard serialization failed: {e}")
+            return b""
+
+    guarded.__autofuse_guarded__ = True  # type: ignore[attr-defined]
+    return guarded
+
+
 def _make_store() -> Any:
     cls = type("AutofuseDynamoCache", (_StoreMixin, _store_base()), {"__doc__": _StoreMixin.__doc__})
     return cls()
@@ -467,8 +497,10 @@ def enable_warm_start() -> bool:
     import torch._dynamo.precompile_context as precompile_context
 
     store = _make_store()
-    from torch._dynamo.guards import GuardsStatePickler
+    from torch._dynamo.guards import CheckFunctionManager, GuardsStatePickler
 
+    if not getattr(CheckFunctionManager.serialize_guards, "__autofuse_guarded__", False):
+        CheckFunctionManager.serialize_guards = _guarded_serialize(CheckFunctionManager.serialize_guards)
     if not getattr(GuardsStatePickler.reducer_override, "__autofuse_guarded__", False):
         GuardsStatePickler.reducer_override = _guarded_pickler(GuardsStatePickler.reducer_override)
     if not getattr(package.CompilePackage.install, "__autofuse_guarded__", False):

@@ -334,3 +334,37 @@ def test_global_chosen_by_configuration_is_not_served_a_stale_package(tmp_path):
     assert runs[0]["stats"]["saved"] == 1, runs
     assert runs[1]["stats"].get("dynamo_cache_hit", 0) == 0, runs  # relu: not gelu's package
     assert runs[2]["stats"].get("dynamo_cache_hit", 0) == 1, runs  # relu again: its own package
+
+
+MODEL_LOCAL_CLASS = '''
+import torch
+
+
+def _make():
+    class Func:  # a class defined inside a function, as transformers 5.25's LLaMA rotary embedding
+        def __call__(self, y):
+            return torch.sin(y) * 2.0
+
+    return Func()
+
+
+class Net(torch.nn.Module):
+    def __init__(self, features, hidden):
+        super().__init__()
+        self.lin = torch.nn.Linear(features, hidden)
+        self.f = _make()
+
+    def forward(self, x):
+        return torch.softmax(self.f(self.lin(x)), -1)
+'''
+
+
+def test_object_of_a_local_class_is_compiled_without_a_package(tmp_path):
+    """Review, session 28: a type guard on an object whose class is local to a function cannot be stored; torch 2.13
+    raised a TypeError out of guard building and the first call died (InternalTorchDynamoError; transformers 5.25's
+    LLaMA). The frame now runs without a package, and a second process traces it again, equal to eager both times."""
+    _write_model(tmp_path, MODEL_LOCAL_CLASS)
+    first = _run(tmp_path, "first")
+    _assert_traced_and_right(first)
+    second = _run(tmp_path, "second")
+    _assert_traced_and_right(second)
