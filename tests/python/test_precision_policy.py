@@ -57,6 +57,17 @@ def _ran_kernels(n0: int) -> bool:
     return all(r.mode == "kernels" and r.kernels for r in backend.RECORDS[n0:]) and len(backend.RECORDS) > n0
 
 
+def _assert_same_bits(got: torch.Tensor, want: torch.Tensor, what: str, *inputs: torch.Tensor) -> None:
+    """16-bit float results equal to eager bit for bit (the sign of zeros included), NaN where eager has NaN; the
+    message shows the first differing elements of ``inputs`` (same shape as the results)."""
+    assert torch.equal(got.isnan(), want.isnan()), f"{what}: NaN positions differ"
+    ok = ~want.isnan()
+    bad = got[ok].view(torch.int16) != want[ok].view(torch.int16)
+    assert not bool(bad.any()), (f"{what}: {int(bad.sum())} of {want.numel()} differ from eager, e.g. inputs "
+                                 f"{[t[ok][bad][:3].tolist() for t in inputs]}: ours {got[ok][bad][:3].tolist()} "
+                                 f"eager {want[ok][bad][:3].tolist()}")
+
+
 @needs_native
 @pytest.mark.parametrize("specials", [False, True], ids=["normal", "specials"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
@@ -161,12 +172,7 @@ def test_emulated_pow_matches_eager_on_every_value(dtype, p, monkeypatch):
     got = _compiled(fn)(x)
     assert _ran_kernels(n0)
     want = fn(x)
-    assert torch.equal(got.isnan(), want.isnan()), f"x ** {p} {dtype}: NaN positions differ"
-    ok = ~want.isnan()
-    bad = got[ok].view(torch.int16) != want[ok].view(torch.int16)
-    assert not bool(bad.any()), (f"x ** {p} {dtype}: {int(bad.sum())} of 65536 differ from eager, e.g. x = "
-                                 f"{x[ok][bad][:3].tolist()}: ours {got[ok][bad][:3].tolist()} eager "
-                                 f"{want[ok][bad][:3].tolist()}")
+    _assert_same_bits(got, want, f"x ** {p} {dtype}", x)
 
 
 @needs_native
@@ -191,9 +197,4 @@ def test_emulated_floor_division_matches_eager_bitwise(dtype, form, monkeypatch)
     got = _compiled(fn)(a, b)
     assert _ran_kernels(n0)
     want = fn(a, b)
-    assert torch.equal(got.isnan(), want.isnan()), f"{form} {dtype}: NaN positions differ"
-    ok = ~want.isnan()
-    bad = got[ok].view(torch.int16) != want[ok].view(torch.int16)
-    assert not bool(bad.any()), (f"{form} {dtype}: {int(bad.sum())} of {n} differ from eager, e.g. "
-                                 f"{a[ok][bad][:3].tolist()} // {b[ok][bad][:3].tolist()}: ours "
-                                 f"{got[ok][bad][:3].tolist()} eager {want[ok][bad][:3].tolist()}")
+    _assert_same_bits(got, want, f"{form} {dtype}", a, b)
