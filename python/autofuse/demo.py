@@ -386,6 +386,12 @@ def summary(results: List[Dict[str, object]], sw: Dict[str, object] | None, indu
         crashed = sorted(k for k, v in r.items() if isinstance(v, dict) and v.get("failed"))
         lines.append((True, f"{m} compile-time probes ran without an error"
                             f"{' (failed: ' + ', '.join(crashed) + ')' if crashed else ''}", not crashed))
+        # each probe compares its logits with eager's: a warm start that ran a stale package would show here
+        errs = {k: v["err"] for k, v in r.items() if isinstance(v, dict) and "err" in v and not v.get("failed")}
+        wrong = sorted(k for k, e in errs.items() if not e <= FP32_TOL)
+        worst = max(errs.values(), default=0.0)
+        lines.append((True, f"{m} compile-time probes' logits within {FP32_TOL:g} relative of eager ({worst:.2e}"
+                            f"{'; wrong: ' + ', '.join(wrong) if wrong else ''})", not wrong))
         for gating, text, good in lines:
             print(f"  {_verdict(good)}  {text}{'' if gating else '  [benchmark]'}")
             ok = ok and (good or not gating)

@@ -90,6 +90,20 @@ def _record_check(L: Lowerer, idx: int, d: int, xs, op: str) -> None:
     L.g.index_checks.append((idx, xs[d], d, op))
 
 
+def _record_nll_check(L: Lowerer, node) -> None:
+    """The index check of nll_loss's gather when the gather itself stays an ATen call (input [N, C, d...], class dim
+    1): the program checks the target before the call and raises eager's IndexError (review, session 28: 3-D and 4-D
+    cross_entropy raised gather's RuntimeError). Nothing is recorded when the index or the sizes are not lowered."""
+    self_arg, dim, index_arg = node.args[0], node.args[1], node.args[2]
+    idx = L.g.fx_value.get(index_arg) if isinstance(index_arg, torch.fx.Node) else None
+    if not isinstance(idx, int) or not isinstance(dim, int) or L.node(idx).dtype != torch.int64:
+        return
+    xs = L.shape_of(self_arg)
+    if not xs:
+        return
+    _record_check(L, idx, dim % len(xs), xs, "nll_loss")
+
+
 def _select(L: Lowerer, x: int, mask: int, d: int) -> int:
     """``amax(where(mask, x, LOW), dim, keepdim)``: the element of each row the mask selects, bit for bit."""
     dt = L.node(x).dtype
@@ -131,7 +145,15 @@ def _pushed_gather(L: Lowerer, x: int, mask, d: int, xs, depth: int = 0) -> int:
 def _gather(L: Lowerer, node) -> int:
     if node.kwargs.get("sparse_grad") or (len(node.args) > 3 and node.args[3]):
         raise _unsupported("gather with sparse_grad=True")
-    x, idx, d, xs = _row_pattern(L, node, node.args[0], node.args[1], node.args[2])
+    # nll_loss / cross_entropy decompose to this gather of the target (decompositions.py); eager checks the target
+    # itself and raises IndexError, which the program's check raises too for op "nll_loss"
+    from_nll = str(node.meta.get("original_aten", "")).startswith("aten.nll_loss")
+    try:
+        x, idx, d, xs = _row_pattern(L, node, node.args[0], node.args[1], node.args[2])
+    except Unsupported:
+        if from_nll:  # [N, C, d...] inputs gather along dim 1: an ATen call, whose check would raise RuntimeError
+            _record_nll_check(L, node)
+        raise
     made = []
 
     def mask() -> int:
@@ -140,9 +162,6 @@ def _gather(L: Lowerer, node) -> int:
         return made[0]
 
     out = _pushed_gather(L, x, mask, d, xs)
-    # nll_loss / cross_entropy decompose to this gather of the target (decompositions.py); eager checks the target
-    # itself and raises IndexError, which the program's check raises too for op "nll_loss"
-    from_nll = str(node.meta.get("original_aten", "")).startswith("aten.nll_loss")
     _record_check(L, idx, d, xs, "nll_loss" if from_nll else "gather")
     return out
 

@@ -95,14 +95,16 @@ def check_index(idx: torch.Tensor, size: int, dim: int, op: str = "gather") -> N
     ``[0, size)``: one min/max pass over the index (one int per row), naming the first bad bound found (the minimum
     when it is negative, else the maximum). RuntimeError ``index I is out of bounds for dimension D with size S``;
     for the gather of nll_loss / cross_entropy's decomposition (op ``nll_loss``) eager's IndexError ``Target I is
-    out of bounds.``"""
+    out of bounds.``, naming the first bad target in order as eager does."""
     if idx.numel() == 0:
         return
     lo, hi = torch.aminmax(idx)
     lo_i, hi_i = int(lo), int(hi)
     if lo_i < 0 or hi_i >= size:
         bad = lo_i if lo_i < 0 else hi_i
-        if op == "nll_loss":
+        if op == "nll_loss":  # eager names the first bad target in order
+            flat = idx.reshape(-1)
+            bad = int(flat[((flat < 0) | (flat >= size)).nonzero()[0, 0]])
             raise IndexError(f"Target {bad} is out of bounds.")
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 

@@ -50,10 +50,10 @@ def test_check_ok_and_diagnostic(tmp_path):
 
 
 def test_check_refuses_a_graph_without_outputs_like_codegen_and_run(tmp_path):
-    """Review, session 28: check said ok for `return` without a value, which fuse, codegen and run refuse."""
+    """Review, session 28: check and interp accepted `return` without a value, which fuse, codegen and run refuse."""
     empty = tmp_path / "empty.af"
     empty.write_text("graph f(%x: f32[4]) {\n  return\n}\n")
-    for cmd in ("check", "codegen", "run", "fuse"):
+    for cmd in ("check", "interp", "codegen", "run", "fuse"):
         r = run(cmd, empty)
         assert r.returncode == 1, (cmd, r.stdout, r.stderr)
         assert "graph 'f' has no outputs" in r.stderr or "graph f has no outputs" in r.stderr, (cmd, r.stderr)

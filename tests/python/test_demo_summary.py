@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from autofuse import demo
 
 
@@ -20,6 +22,17 @@ def test_crashed_probe_fails_the_demo(capsys):
 
 
 def test_clean_probes_pass(capsys):
-    fine = {"first": 1.0, "backend": 0.5, "cxx": 0.3, "compiles": 4.0}
+    fine = {"first": 1.0, "backend": 0.5, "cxx": 0.3, "compiles": 4.0, "err": 3e-7}
     assert demo.summary([_result(autofuse_warm=fine)], None, inductor=False) is True
-    assert "PASS  llama compile-time probes ran without an error\n" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "PASS  llama compile-time probes ran without an error\n" in out
+    assert "PASS  llama compile-time probes' logits within 0.0001 relative of eager (3.00e-07)" in out
+
+
+@pytest.mark.parametrize("err", [0.9, math.nan])
+def test_probe_with_wrong_logits_fails_the_demo(err, capsys):
+    """Review, session 28: summary() never read a probe's error against eager, so a warm start that ran a stale
+    package (wrong logits) passed."""
+    wrong = {"first": 1.0, "backend": 0.5, "cxx": 0.3, "compiles": 4.0, "pkg_hit": 1.0, "err": err}
+    assert demo.summary([_result(autofuse_warm=wrong)], None, inductor=False) is False
+    assert "FAIL  llama compile-time probes' logits within 0.0001 relative of eager" in capsys.readouterr().out

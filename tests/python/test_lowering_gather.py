@@ -97,6 +97,38 @@ def test_out_of_range_target_raises_eagers_index_error(loss, bad):
         f(x, t)
 
 
+@pytest.mark.parametrize("shape", [(2, 5, 4), (2, 5, 3, 2)], ids=["3d", "4d"])
+@pytest.mark.parametrize("bad", [9, -2])
+def test_out_of_range_target_of_a_spatial_loss_raises_index_error(shape, bad):
+    """Review, session 28: with an [N, C, d...] input the target's gather is along dim 1, an ATen call, which raised
+    gather's RuntimeError; eager raises IndexError naming the first bad target in order."""
+    x = torch.randn(*shape)
+    t = torch.randint(0, shape[1], (shape[0],) + shape[2:])
+    t.view(-1)[-1] = -100  # ignored
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, i: F.cross_entropy(a, i), backend="autofuse")
+    torch.testing.assert_close(f(x, t), F.cross_entropy(x, t))
+    t.view(-1)[1] = bad
+    t.view(-1)[2] = 7 if bad < 0 else -7  # a second bad target later in order: eager names the first
+    with pytest.raises(IndexError, match=f"^Target {bad} is out of bounds.$"):
+        F.cross_entropy(x, t)
+    with pytest.raises(IndexError, match=f"^Target {bad} is out of bounds.$"):
+        f(x, t)
+
+
+def test_first_bad_target_is_named_as_in_eager():
+    """Review, session 28: with several bad targets the check named the minimum (or maximum), eager the first."""
+    x, t = torch.randn(6, 5), torch.tensor([7, -2, 2, 0, 1, 3])
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, i: F.cross_entropy(a, i, ignore_index=3), backend="autofuse")
+    for targets, first in (([7, -2, 2, 0, 1, 3], 7), ([1, 2, 10, 0, -100, 3], 10)):
+        t = torch.tensor(targets)
+        with pytest.raises(IndexError, match=f"^Target {first} is out of bounds.$"):
+            F.cross_entropy(x, t, ignore_index=3)
+        with pytest.raises(IndexError, match=f"^Target {first} is out of bounds.$"):
+            f(x, t)
+
+
 def test_computed_index_is_checked_too():
     # the index is computed inside the kernel (where of the target); the check reads its materialized value
     x, t = torch.randn(5, 12), torch.tensor([1, 2, 40, 3, 4])
