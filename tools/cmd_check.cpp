@@ -20,9 +20,7 @@ int cmd_check(const Args& args) {
   try {
     Graph g = parse_graph(read_file(file), file);
     verify(g);
-    // The IR allows a graph under construction to have no outputs; a file is checked as something to fuse, compile
-    // or run, which fuse, codegen and run refuse without one (review, session 28: check said ok).
-    if (g.outputs().empty()) throw IRError(file + ": graph '" + g.name() + "' has no outputs: `return` needs a value");
+    expect_outputs(g, file);
     std::printf("%s: ok (graph %s, %zu nodes, %zu outputs)\n", file.c_str(), g.name().c_str(), g.size(),
                 g.outputs().size());
     for (const std::string& s : unbound_symbols(g, symbols_needed_to_run(g)))

@@ -114,6 +114,7 @@ int cmd_interp(const Args& args) {
     return 2;
   }
   Graph g = parse_graph(read_file(a.positional[0]), a.positional[0]);
+  expect_outputs(g, a.positional[0]);
   const uint64_t seed = static_cast<uint64_t>(a.has("seed") ? parse_seed(*a.get("seed")) : 0);
 
   Bindings b;

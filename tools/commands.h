@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "autofuse/ir/graph.h"
+
 namespace autofuse::cli {
 
 /// The arguments after the subcommand name, e.g. {"graph.af", "--seed", "3"} for `autofuse interp graph.af --seed 3`.
@@ -59,6 +61,9 @@ int64_t parse_count(const std::string& text, const std::string& what, int64_t lo
 /// Throws std::invalid_argument "unexpected argument 'X' (one FILE is expected)" when more than one positional
 /// argument was given (the subcommands that take one FILE).
 void expect_at_most_one_file(const ParsedArgs& a);
+/// Throws IRError "FILE: graph 'NAME' has no outputs: `return` needs a value" for a graph without outputs, which the
+/// IR allows (a graph under construction) but check and interp refuse like fuse, codegen and run (review, session 28).
+void expect_outputs(const Graph& g, const std::string& file);
 /// parse_int for --seed: a whole number >= 0; throws std::invalid_argument otherwise.
 int64_t parse_seed(const std::string& text);
 /// The values of repeated `--shape SYM=N` options as symbol -> size (elements); throws std::invalid_argument naming

@@ -193,6 +193,10 @@ void expect_at_most_one_file(const ParsedArgs& a) {
     throw std::invalid_argument("unexpected argument '" + a.positional[1] + "' (one FILE is expected)");
 }
 
+void expect_outputs(const Graph& g, const std::string& file) {
+  if (g.outputs().empty()) throw IRError(file + ": graph '" + g.name() + "' has no outputs: `return` needs a value");
+}
+
 int64_t parse_seed(const std::string& text) {
   const int64_t v = parse_int(text, "--seed");
   if (v < 0) throw std::invalid_argument("--seed: expected an integer >= 0, got '" + text + "'");
