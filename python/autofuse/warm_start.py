@@ -444,7 +444,7 @@ def _guarded_pickler(reducer_override: Callable[..., Any]) -> Callable[..., Any]
 
 
 def _guarded_serialize(serialize_guards: Callable[..., Any]) -> Callable[..., Any]:
-    """``CheckFunctionManager.serialize_guards`` raising torch's PackageError where torch 2.13 raises a TypeError.
+    """``CheckFunctionManager.serialize_guards`` bypassing the frame's package where torch 2.13 raises a TypeError.
 
     A type guard on an object of a class defined inside a function (transformers 5.25's LLaMA reaches its rotary
     embedding through such a ``_create_func_module.<locals>.Func``) cannot be stored, and torch's
