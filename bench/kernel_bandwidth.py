@@ -10,6 +10,11 @@ page faults are not measured. Per kernel and dtype (fp32, bf16):
 - the fraction of the copy bandwidth measured alongside it: a ``torch`` ``copy_`` of the kernel's largest operand
   into a preallocated tensor of the same size (read + write counted), run alternately with the kernel (copy, kernel,
   copy, kernel, ...; ``--reps`` pairs), the fraction being the median over the pairs of kernel GB/s / copy GB/s;
+- the ceiling: the kernel's in-cache rate on one thread (the slope between 16 and 32 rows, which cancels the call's
+  fixed overhead; ``--cache-reps`` runs of each) times the kernel threads, i.e. the GB/s it would reach if memory
+  cost nothing, and that as a fraction of the copy bandwidth above. A row whose ceiling is below the 80 % target
+  cannot reach the target on this machine whatever the memory side does: its arithmetic is the bound (issue 3;
+  docs/codegen.md, session 29);
 - cold compile time (a child process with AUTOFUSE_FORCE_DISABLE_CACHES=1, median of ``--compile-reps``) and warm
   load time (a new child process whose fresh AUTOFUSE_CACHE_DIR was populated by an earlier child; the in-memory
   cache is cleared between repetitions), each timing ``Kernel.compile`` plus a first run on tiny inputs (which
@@ -105,6 +110,40 @@ def interleaved_times(copy_fn, kernel_fn, reps):
     return cts, kts
 
 
+def cache_ceiling_gbps(k, name, dt, per_elem, threads, reps, torch):
+    """The GB/s kernel k could reach on `threads` cores if memory cost nothing: its in-cache rate, scaled.
+
+    On one kernel thread, k runs on 16 and on 32 rows of COLS (16 * COLS and 32 * COLS elements for 1-D kernels;
+    0.25-1 MB moved, within a core's L2 after the first run), alternately, `reps` times each. The slope (median time
+    at 32 rows - median time at 16) / (16 * COLS) is the cost of an element with the call's fixed overhead (the Python
+    call, the launch) cancelled out. Returns per_elem (bytes moved per element of the main operand) / slope * threads
+    / 1e9: perfect scaling across cores is assumed, so this is an upper bound (inf if the slope is not positive, which
+    only noise can cause). The kernel thread count is restored before returning, also on an error.
+    """
+    sizes = (16 * COLS, 32 * COLS)
+    runs = []
+    for n in sizes:
+        ins = make_inputs(name, dt, n, torch)
+        runs.append((ins, [torch.empty(s, dtype=ins[0].dtype) for s in k.output_sizes(ins)]))
+    from autofuse import _core
+
+    saved = _core.get_num_threads()
+    _core.set_num_threads(1)
+    try:
+        ts = ([], [])
+        for ins, outs in runs * 3:
+            k.run(ins, outs)
+        for _ in range(reps):
+            for j, (ins, outs) in enumerate(runs):
+                t0 = time.perf_counter()
+                k.run(ins, outs)
+                ts[j].append(time.perf_counter() - t0)
+    finally:
+        _core.set_num_threads(saved)
+    slope = (statistics.median(ts[1]) - statistics.median(ts[0])) / (sizes[1] - sizes[0])  # seconds per element
+    return per_elem / slope * threads / 1e9 if slope > 0 else float("inf")
+
+
 def load_average():
     return list(os.getloadavg())
 
@@ -147,6 +186,7 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=10, help="timed runs per kernel and per copy (median)")
     ap.add_argument("--compile-reps", type=int, default=3, help="cold/warm compile repetitions (median)")
     ap.add_argument("--traffic-mb", type=float, default=256.0, help="minimum MB moved per kernel run")
+    ap.add_argument("--cache-reps", type=int, default=201, help="timed runs per size for the in-cache ceiling")
     ap.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=list(KERNELS))
     ap.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
     ap.add_argument("--cxxflags", default="", help="extra kernel compiler flags (AUTOFUSE_EXTRA_CXXFLAGS)")
@@ -193,12 +233,15 @@ def main(argv=None):
             if name == "add":  # one spot check that the timed kernel computes the right thing
                 ref = float((outs[0].float() - (ins[0] + ins[1]).float()).abs().max())
             gbs = moved / t / 1e9
-            rows.append({"kernel": name, "dtype": dt, "elements": ins[0].numel(), "element_bytes": es,
-                         "bytes_moved": moved, "median_s": t, "min_s": tmin, "gbps": gbs, "copy_gbps": copy_gbs,
-                         "frac_of_copy": frac, "copy_all_s": copy_ts, "kernel_all_s": ts, "max_abs_err_vs_torch": ref})
-            print(f"  {name:<11} {dt}  {moved / 1e6:7.0f} MB  {t * 1e3:8.2f} ms  {gbs:6.2f} GB/s  "
-                  f"copy {copy_gbs:6.2f} GB/s  {100 * frac:5.1f}%", flush=True)
             del ins, outs
+            cache_gbs = cache_ceiling_gbps(k, name, dt, per_elem, _core.get_num_threads(), a.cache_reps, torch)
+            rows.append({"kernel": name, "dtype": dt, "elements": n, "element_bytes": es,
+                         "bytes_moved": moved, "median_s": t, "min_s": tmin, "gbps": gbs, "copy_gbps": copy_gbs,
+                         "frac_of_copy": frac, "copy_all_s": copy_ts, "kernel_all_s": ts, "max_abs_err_vs_torch": ref,
+                         "ceiling_gbps": cache_gbs, "ceiling_frac_of_copy": cache_gbs / copy_gbs})
+            print(f"  {name:<11} {dt}  {moved / 1e6:7.0f} MB  {t * 1e3:8.2f} ms  {gbs:6.2f} GB/s  "
+                  f"copy {copy_gbs:6.2f} GB/s  {100 * frac:5.1f}%  ceiling {cache_gbs:6.2f} GB/s "
+                  f"(ceiling {100 * cache_gbs / copy_gbs:5.1f}%)", flush=True)
 
     compile_times = {}
     if not a.no_compile_times:
@@ -222,13 +265,16 @@ def main(argv=None):
           f"{torch.get_num_threads()} threads, kernel flags: {_core.kernel_compile_flags()})")
     print(f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f} on {os.cpu_count()} CPUs")
     hdr = f"{'kernel':<11} {'dtype':<5} {'MB':>6} {'median ms':>10} {'GB/s':>7} {'copy GB/s':>10} {'% copy':>7}"
-    hdr += f" {'cold s':>7} {'warm ms':>8}"
+    hdr += f" {'ceil GB/s':>10} {'ceil %':>7} {'cold s':>7} {'warm ms':>8}"
     print(hdr)
     for r in rows:
         cold_s = f"{r['cold_compile_s']:7.2f}" if r.get("cold_compile_s") is not None else f"{'-':>7}"
         warm_ms = f"{1e3 * r['warm_load_s']:8.1f}" if r.get("warm_load_s") is not None else f"{'-':>8}"
         print(f"{r['kernel']:<11} {r['dtype']:<5} {r['bytes_moved'] / 1e6:6.0f} {1e3 * r['median_s']:10.2f} "
-              f"{r['gbps']:7.2f} {r['copy_gbps']:10.2f} {100 * r['frac_of_copy']:6.1f}% {cold_s} {warm_ms}")
+              f"{r['gbps']:7.2f} {r['copy_gbps']:10.2f} {100 * r['frac_of_copy']:6.1f}% {r['ceiling_gbps']:10.2f} "
+              f"{100 * r['ceiling_frac_of_copy']:6.1f}% {cold_s} {warm_ms}")
+    print("(ceil GB/s: the kernel's in-cache rate on one thread times the kernel threads, i.e. its speed if memory "
+          "cost nothing; ceil %: that as % of copy. A row whose ceiling is below 80 % is compute-bound here.)")
     os.makedirs(a.out, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = os.path.join(a.out, f"kernel_bandwidth-{stamp}.json")
@@ -236,7 +282,7 @@ def main(argv=None):
         json.dump({"date_utc": stamp, "isa": _core.host_isa(), "kernel_flags": _core.kernel_compile_flags(),
                    "kernel_threads": _core.get_num_threads(), "torch_threads": torch.get_num_threads(),
                    "reps": a.reps, "compile_reps": a.compile_reps, "load_average_start": load_start,
-                   "load_average_end": load_end, "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
+                   "load_average_end": load_end, "cache_reps": a.cache_reps, "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
     print(f"wrote {path}")
     return 0
 
