@@ -55,6 +55,7 @@ int cmd_run(const Args& args) {
   if (auto why = kernel_unsupported_reason(g)) {
     CompileGraphOptions co;
     co.strict = true;
+    co.fusion.given_symbols = vo.given_symbols;  // --shape's symbols, given to the kernels at run (cg->run(.., &b))
     cg = CompiledGraph::compile(g, co);
     size_t kernels = 0;
     for (size_t i = 0; i < cg->fused().groups.size(); ++i) kernels += cg->kernel(i) ? 1 : 0;
@@ -89,7 +90,7 @@ int cmd_run(const Args& args) {
     if (k)
       k->run(inputs, outs, &b);  // b: the --shape values, for symbols the input sizes do not determine
     else
-      outs = cg->run(inputs);
+      outs = cg->run(inputs, &b);
   };
   run_once();  // warm-up (and the stride-class variant, if any)
   std::vector<double> times;

@@ -192,3 +192,21 @@ def test_run_reads_a_kernel_whose_output_names_a_given_symbol(tmp_path):
         r = run("run", f, *args)
         assert r.returncode == 0 and " ok" in r.stdout, (args, r.stdout + r.stderr)
     assert "f32[8, 7]" in run("run", f, "--shape", "s0=5", "--shape", "s1=3", "--shape", "s2=7").stdout
+
+
+def test_shape_reaches_graphs_of_several_kernels(tmp_path):
+    """Review 29: `run` gave --shape's values to one-kernel graphs only. A graph of several steps whose input is
+    f32[s0*s1, 4] failed with "size symbol s0 is not determined by the input sizes", and one with s1 only in a slice
+    bound with "s1 is not bound by any graph input's shape", while `interp` ran both."""
+    reshape = tmp_path / "reshape.af"
+    reshape.write_text("graph f(%x: f32[s0*s1, 4]) {\n  %y = reshape(%x) {shape=[s0, s1, 4]}\n"
+                       "  %s = sum(%y) {axes=[1], keepdim=false}\n  return %s\n}\n")
+    sliced = tmp_path / "slice.af"
+    sliced.write_text("graph f(%x: f32[s0, 4]) {\n  %y = slice(%x) {axis=0, start=0, stop=(s0 - s1), step=1}\n"
+                      "  %e = exp(%y)\n  return %e\n}\n")
+    for f, want in ((reshape, "f32[6, 4]"), (sliced, "f32[4, 4]")):
+        r = run("run", f, "--shape", "s0=6", "s1=2")
+        assert r.returncode == 0 and "not one kernel" in r.stdout and " ok" in r.stdout, r.stdout + r.stderr
+        assert want in r.stdout, r.stdout
+    r = run("run", sliced, "--shape", "s0=2", "s1=6")
+    assert r.returncode == 1 and "evaluates to -4 < 0" in r.stderr, r.stderr

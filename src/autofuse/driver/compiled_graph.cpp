@@ -34,9 +34,9 @@ CompiledGraph CompiledGraph::compile(const Graph& g, const CompileGraphOptions& 
   return cg;
 }
 
-std::vector<HostTensor> CompiledGraph::run(const std::vector<HostTensor>& inputs) const {
+std::vector<HostTensor> CompiledGraph::run(const std::vector<HostTensor>& inputs, const Bindings* given) const {
   const Graph& g = fused_->graph;
-  Bindings b = bind_symbols(g, inputs);
+  Bindings b = bind_symbols(g, inputs, given);
   std::vector<HostTensor> env(g.size());
   std::vector<bool> is_view(g.size(), false);  // shares storage with an input or another value
   std::vector<ValueId> in_ids = g.inputs();

@@ -43,8 +43,10 @@ class CompiledGraph {
   static CompiledGraph compile(const Graph& g, const CompileGraphOptions& o = {});
 
   /// Run on inputs given in Graph::inputs() order (any strides). Returns one new contiguous tensor per graph output,
-  /// owning its storage. Throws IRError on inputs that do not fit the graph, or on an extern step without extern_fn.
-  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const;
+  /// owning its storage. `given` (may be null): values of size symbols the input sizes do not determine (an input
+  /// dim of s0*s1; `autofuse run --shape`), seeded before the input sizes bind and checked against them. Throws
+  /// IRError on inputs that do not fit the graph or contradict `given`, or on an extern step without extern_fn.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, const Bindings* given = nullptr) const;
 
   const FusedGraph& fused() const { return *fused_; }
   const Graph& graph() const { return fused_->graph; }
