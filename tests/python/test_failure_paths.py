@@ -67,6 +67,21 @@ def test_missing_compiler_raises_in_strict_mode(tmp_path):
     assert res["ok"] is None and "CompileError" in res["err"] and "not found in PATH" in res["err"]
 
 
+def test_clang_is_refused_with_a_clear_warning(tmp_path):
+    """Review 29: CXX=clang++ failed every kernel's compile (GCC builtins, _Float16) with pages of clang
+    diagnostics. Now the compiler is refused once, by its --version, and every kernel falls back with that reason."""
+    clang = tmp_path / "clang++"
+    clang.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "Debian clang version 14.0.6"; exit 0; fi\n'
+                     'echo "clang cannot compile this" >&2; exit 1\n')
+    clang.chmod(0o755)
+    res = run_child(tmp_path, CXX=clang)
+    assert res["ok"] is True and res["compiled"] == [] and len(res["fallen_back"]) == 2
+    assert res["warnings"] and all("is clang (Debian clang version 14.0.6)" in w and "need GCC" in w
+                                   for w in res["warnings"]), res["warnings"]
+    res = run_child(tmp_path, CXX=clang, AUTOFUSE_STRICT=1)
+    assert res["ok"] is None and "CompileError" in res["err"] and "need GCC" in res["err"]
+
+
 def _failing_cxx(tmp_path) -> pathlib.Path:
     cxx = tmp_path / "cxx"
     cxx.write_text(FAILING_CXX)

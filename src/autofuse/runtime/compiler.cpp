@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -122,6 +123,15 @@ const CompilerInfo& compiler_info() {
   int rc = run_process(argv, &out);
   if (rc != 0) throw CompileError("C++ compiler does not run", out, "", join_command(argv));
   info.version = out.substr(0, out.find('\n'));
+  // The generated kernels use GCC's vector extensions and target builtins (__builtin_ia32_*, _Float16 on every ISA):
+  // clang 14 rejects them for every ISA (review, session 29), so a clang is refused here, once, with a message that
+  // says so, instead of failing every kernel's compile with pages of diagnostics.
+  std::string lower = out;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find("clang") != std::string::npos)
+    throw CompileError("C++ compiler '" + cxx + "' is clang (" + info.version +
+                           "): Autofuse's generated kernels need GCC (g++ 12 or newer; set CXX to it)",
+                       "", "", cxx);
   return by_cxx.emplace(cxx, std::move(info)).first->second;
 }
 
