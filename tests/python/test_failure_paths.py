@@ -44,7 +44,9 @@ def run_child(tmp_path, cwd=None, **env_vars):
     r = subprocess.run([sys.executable, str(CHILD)], capture_output=True, text=True, env=env, timeout=600,
                        cwd=str(cwd or tmp_path))
     assert r.returncode == 0, f"child exited with {r.returncode}\n{r.stderr[-3000:]}"
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res["stderr"] = r.stderr
+    return res
 
 
 def test_baseline_compiles_both_kernels(tmp_path):
@@ -139,6 +141,53 @@ def test_corrupt_cache_entries_are_rebuilt(tmp_path, how):
     assert len(res["compiled"]) == 2 and res["stats"]["rebuilt_corrupt"] == 2, res["stats"]
     again = run_child(tmp_path)  # the rebuilt entries are good
     assert again["ok"] and again["stats"]["disk_hits"] == 2 and again["stats"]["compiles"] == 0
+
+
+def _plant_symlinks(cache, sos):
+    """Each kernel.so replaced by a symbolic link to a copy outside the cache (same bytes, so it verifies)."""
+    for i, so in enumerate(sos):
+        outside = cache.parent / f"planted-{i}.so"
+        outside.write_bytes(so.read_bytes())
+        so.unlink()
+        so.symlink_to(outside)
+
+
+def _plant_foreign_owner(cache, sos):
+    """Review 29's case: entries below the root owned by another user (as if planted while the root was open)."""
+    for p in [*cache.joinpath("v1").rglob("*"), cache / "v1"]:
+        os.lchown(p, 65534, 65534)
+
+
+@pytest.mark.parametrize("how", ["symlink", "foreign_entries", "foreign_dirs"])
+def test_untrusted_cache_entries_are_not_loaded(tmp_path, how):
+    """Review 29: only the cache root's owner and mode were checked; a kernel.so (or a whole v1/ tree) owned by
+    another user, or a symbolic link, was dlopen'ed as a disk hit. Now such entries are rebuilt, and untrusted
+    directories on the way are moved aside with a warning."""
+    if how != "symlink" and os.geteuid() != 0:
+        pytest.skip("changing a file's owner needs root")
+    first = run_child(tmp_path)
+    assert first["ok"] and first["stats"]["compiles"] == 2
+    cache = tmp_path / "cache"
+    sos = sorted(cache.rglob("kernel.so"))
+    assert len(sos) == 2
+    if how == "symlink":
+        _plant_symlinks(cache, sos)
+    elif how == "foreign_entries":
+        for so in sos:
+            for p in (so, so.with_name("meta"), so.parent):
+                os.lchown(p, 65534, 65534)
+    else:
+        _plant_foreign_owner(cache, sos)
+    res = run_child(tmp_path)
+    assert res["ok"] is True and res["err"] is None and len(res["compiled"]) == 2, res
+    assert res["stats"]["disk_hits"] == 0 and res["stats"]["compiles"] == 2, res["stats"]
+    if how == "foreign_dirs":
+        assert "is owned by uid 65534" in res["stderr"] and "moved aside" in res["stderr"], res["stderr"]
+        assert not list(cache.glob("untrusted-*")), list(cache.iterdir())  # removed (as root, it can be)
+    again = run_child(tmp_path)  # the rebuilt entries are ours and load
+    assert again["ok"] and again["stats"]["disk_hits"] == 2 and again["stats"]["compiles"] == 0, again["stats"]
+    for so in cache.rglob("kernel.so"):
+        assert not so.is_symlink() and so.stat().st_uid == os.geteuid()
 
 
 def _dumped_kernels(root: pathlib.Path):

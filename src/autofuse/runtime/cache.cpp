@@ -172,13 +172,40 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
   return tmp;
 }
 
+/// Moves aside the cache directories on the way to `key`'s entry (v1, v1/kernels, v1/tmp, the key's shard) that
+/// untrusted_reason refuses, to <dir>/untrusted-<suffix> (the root is private, so the rename is safe), and removes
+/// them as far as this user can; the entry is then built afresh in new private directories. Warns on stderr once
+/// per path. Review 29: entries that another user had planted below a root that was open for a while were loaded.
+void quarantine_untrusted_dirs(const std::string& dir, const std::string& key) {
+  const std::string v1 = dir + "/" + kLayout;
+  for (const std::string& p : {v1, v1 + "/kernels", v1 + "/tmp", shard_dir_in(dir, key)}) {
+    const std::string why = untrusted_reason(p);
+    if (why.empty()) continue;
+    const std::string aside = dir + "/untrusted-" + unique_suffix();
+    if (::rename(p.c_str(), aside.c_str()) != 0) continue;  // another process moved it first
+    static std::mutex mu;
+    static std::set<std::string> said;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (said.insert(p).second)
+        std::fprintf(stderr,
+                     "autofuse: warning: kernel cache path %s %s: not trusted; moved aside to %s, and its kernels "
+                     "are compiled again\n",
+                     p.c_str(), why.c_str(), aside.c_str());
+    }
+    remove_tree(aside);
+  }
+}
+
 /// The module of a verified disk entry (counted in disk_hits when `count_hit`), or null when there is none. An entry
-/// that fails verification (size, checksum, key, dlopen, or one of `symbols` missing: another key's binary) is moved
+/// that fails verification (an owner other than this user or a symbolic link (untrusted_reason), size, checksum,
+/// key, dlopen, or one of `symbols` missing: another key's binary) is moved
 /// out of the way atomically (a concurrent reader sees either it or nothing), counted in rebuilt_corrupt, and null is
 /// returned so the caller rebuilds it.
 std::shared_ptr<Module> load_entry(const std::string& dir, const std::string& key,
                                    const std::vector<std::string>& symbols, bool count_hit = true) {
   std::string entry = entry_dir_in(dir, key);
+  quarantine_untrusted_dirs(dir, key);
   struct stat st;
   if (::stat(entry.c_str(), &st) != 0) return nullptr;
   if (verify_entry(entry, key)) {

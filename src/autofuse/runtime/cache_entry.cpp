@@ -36,7 +36,19 @@ std::string meta_text(const std::string& binary, const std::string& source_name,
          source_name + "\nbatch " + std::to_string(batch) + "\nkey " + key + "\n";
 }
 
+std::string untrusted_reason(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return "";
+  if (S_ISLNK(st.st_mode)) return "is a symbolic link";
+  if (st.st_uid != ::geteuid())
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not by the current user (uid " +
+           std::to_string(::geteuid()) + ")";
+  return "";
+}
+
 bool verify_entry(const std::string& entry, const std::string& key) {
+  for (const char* part : {"", "/meta", "/kernel.so"})
+    if (!untrusted_reason(entry + part).empty()) return false;
   std::string meta, binary;
   if (!read_file(entry + "/meta", &meta) || !read_file(entry + "/kernel.so", &binary)) return false;
   std::string expect_size = "size " + std::to_string(binary.size()) + "\n";

@@ -27,6 +27,14 @@ std::string shard_dir_in(const std::string& dir, const std::string& key);
 std::string meta_text(const std::string& binary, const std::string& source_name, const std::string& key,
                       size_t batch = 1);
 
+/// Why `path` in the cache must not be trusted, or "" when it may (or does not exist): a symbolic link, or owned by
+/// a user other than the effective one. The cache root is checked for its owner and for group / other write access
+/// when it is opened (cache_dir.cpp), so no one else can reach below it now; this catches what another user put
+/// there while it was open (a root that was 0777 for a while and then fixed with chmod 700, as the refusal message
+/// advises). File modes are not checked: below a private root they do not matter, and a umask of 002 gives kernels
+/// group write.
+std::string untrusted_reason(const std::string& path);
+
 /// True if entry/kernel.so matches the size and checksum recorded in entry/meta and the meta's key is `key` (meta
 /// of another key's entry copied here is caught before its binary is loaded). A meta without a key line (written
 /// before keys were recorded) passes that check; the symbol check after loading (load_with_symbols) still applies.
