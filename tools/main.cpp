@@ -133,6 +133,9 @@ ParsedArgs parse_args(const Args& args, const std::vector<std::string>& known_op
       if (has_value) throw std::invalid_argument("option --" + name + " takes no value");
       out.options.emplace_back(name, "");
     } else if (is_in(known_options, name)) {
+      if (!is_in(list_options, name))  // --seed 1 --seed 2 took the last value silently (review 29)
+        for (const auto& [seen, v] : out.options)
+          if (seen == name) throw std::invalid_argument("option --" + name + " is given twice");
       if (!has_value) {
         if (i + 1 >= args.size()) throw std::invalid_argument("option --" + name + " needs a value");
         value = args[++i];

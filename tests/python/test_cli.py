@@ -210,3 +210,12 @@ def test_shape_reaches_graphs_of_several_kernels(tmp_path):
         assert want in r.stdout, r.stdout
     r = run("run", sliced, "--shape", "s0=2", "s1=6")
     assert r.returncode == 1 and "evaluates to -4 < 0" in r.stderr, r.stderr
+
+
+def test_an_option_given_twice_is_refused():
+    """Review 29: `--seed 1 --seed 2` took the last value silently, while a repeated --shape symbol is an error."""
+    for args in (("run", SOFTMAX, "--seed", "1", "--seed", "2"), ("interp", SOFTMAX, "--seed=1", "--seed", "1"),
+                 ("run", SOFTMAX, "--repeat", "2", "--repeat", "3")):
+        r = run(*args)
+        assert r.returncode == 2 and "is given twice" in r.stderr, (args, r.returncode, r.stderr)
+    assert run("run", SOFTMAX, "--seed", "1", "--repeat", "2").returncode == 0
