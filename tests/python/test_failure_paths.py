@@ -84,6 +84,31 @@ def test_clang_is_refused_with_a_clear_warning(tmp_path):
     assert res["ok"] is None and "CompileError" in res["err"] and "need GCC" in res["err"]
 
 
+def test_a_compile_past_the_time_limit_is_stopped_and_falls_back(tmp_path):
+    """Review 29: GCC 12 -O2 ran for more than 20 minutes on one generated kernel and the user's call never returned.
+    A compile that runs past AUTOFUSE_COMPILE_TIMEOUT seconds is now killed, with the processes the compiler driver
+    started (cc1plus would run on, orphaned), and the kernels fall back to ATen with a warning naming the limit."""
+    cxx = tmp_path / "slow-g++"
+    pids = tmp_path / "pids"
+    cxx.write_text('#!/bin/sh\nif [ "$1" = --version ]; then exec g++ --version; fi\n'
+                   f'sleep 300 & echo $! >> {pids}\nwait\n')
+    cxx.chmod(0o755)
+    res = run_child(tmp_path, CXX=cxx, AUTOFUSE_COMPILE_TIMEOUT=2)
+    assert res["ok"] is True and res["compiled"] == [] and len(res["fallen_back"]) == 2, res
+    assert res["warnings"] and all("did not finish within 2 s" in w for w in res["warnings"]), res["warnings"]
+    started = [int(p) for p in pids.read_text().split()]
+    assert started
+    for pid in started:  # the driver's child was killed with it, not left running (a zombie not yet reaped is dead)
+        try:
+            stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        state = stat[stat.rindex(")") + 2:].split()[0]
+        assert "(sleep)" not in stat or state in ("Z", "X"), f"compiler child {pid} still running: {stat[:80]}"
+    res = run_child(tmp_path, CXX=cxx, AUTOFUSE_COMPILE_TIMEOUT=2, AUTOFUSE_STRICT=1)
+    assert res["ok"] is None and "CompileError" in res["err"] and "AUTOFUSE_COMPILE_TIMEOUT" in res["err"]
+
+
 def _failing_cxx(tmp_path) -> pathlib.Path:
     cxx = tmp_path / "cxx"
     cxx.write_text(FAILING_CXX)

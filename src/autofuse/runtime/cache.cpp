@@ -167,7 +167,9 @@ std::string build_in_temp(const std::string& source, const std::string& hint, co
       kept = src;
     else
       remove_tree(tmp);
-    throw CompileError("kernel '" + hint + "' failed to compile", e.compiler_output(), kept, e.command());
+    std::string why = e.what();  // run_compiler's summary line: the exit status, or the time limit
+    why = why.substr(0, why.find('\n'));
+    throw CompileError("kernel '" + hint + "' failed to compile: " + why, e.compiler_output(), kept, e.command());
   }
   return tmp;
 }

@@ -3,20 +3,26 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "autofuse/runtime/isa.h"
+#include "autofuse/support/env.h"
 
 extern char** environ;
 
@@ -50,6 +56,18 @@ std::string find_in_path(const std::string& name) {
   return "";
 }
 
+/// The whole content of a small file (a /proc entry, whose size stat reports as 0); false if it cannot be opened.
+bool read_small_file(const std::string& path, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  ssize_t got;
+  out->clear();
+  while ((got = ::read(fd, buf, sizeof buf)) > 0) out->append(buf, static_cast<size_t>(got));
+  ::close(fd);
+  return true;
+}
+
 }  // namespace
 
 CompileError::CompileError(const std::string& summary, std::string compiler_output, std::string source_path,
@@ -60,7 +78,35 @@ CompileError::CompileError(const std::string& summary, std::string compiler_outp
       source_path_(std::move(source_path)),
       command_(std::move(command)) {}
 
-int run_process(const std::vector<std::string>& argv, std::string* output) {
+/// SIGKILL to `pid` and to its descendants (found through /proc/<n>/stat's parent pid, children first): the compiler
+/// driver's cc1plus, as and collect2 / ld would otherwise run on, orphaned, after the driver dies.
+void kill_process_tree(pid_t pid) {
+  std::vector<std::pair<pid_t, pid_t>> procs;  // (pid, parent)
+  if (DIR* d = ::opendir("/proc")) {
+    while (struct dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      const long n = std::strtol(e->d_name, &end, 10);
+      if (n <= 0 || *end != '\0') continue;
+      std::string stat;
+      if (!read_small_file("/proc/" + std::string(e->d_name) + "/stat", &stat)) continue;
+      const size_t rp = stat.rfind(')');  // "pid (comm) state ppid ...": comm may hold spaces and parentheses
+      if (rp == std::string::npos) continue;
+      std::istringstream rest(stat.substr(rp + 1));
+      std::string state;
+      long ppid = 0;
+      if (rest >> state >> ppid) procs.emplace_back(static_cast<pid_t>(n), static_cast<pid_t>(ppid));
+    }
+    ::closedir(d);
+  }
+  std::function<void(pid_t)> kill_below = [&](pid_t p) {
+    for (auto [child, parent] : procs)
+      if (parent == p) kill_below(child);
+    ::kill(p, SIGKILL);
+  };
+  kill_below(pid);
+}
+
+int run_process(const std::vector<std::string>& argv, std::string* output, int64_t timeout_s) {
   output->clear();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return 127;
@@ -81,7 +127,22 @@ int run_process(const std::vector<std::string>& argv, std::string* output) {
     return 127;
   }
   char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s > 0 ? timeout_s : 0);
+  bool timed_out = false;
   for (;;) {
+    if (timeout_s > 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      struct pollfd pfd = {fds[0], POLLIN, 0};
+      const int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000))) : 0;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        if (std::chrono::steady_clock::now() < deadline) continue;
+        timed_out = true;
+        kill_process_tree(pid);
+        break;
+      }
+    }
     ssize_t got = ::read(fds[0], buf, sizeof buf);
     if (got > 0) {
       output->append(buf, size_t(got));
@@ -92,6 +153,10 @@ int run_process(const std::vector<std::string>& argv, std::string* output) {
   ::close(fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    output->append("\n(stopped after " + std::to_string(timeout_s) + " s: AUTOFUSE_COMPILE_TIMEOUT)\n");
+    return kProcessTimedOut;
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -135,6 +200,11 @@ const CompilerInfo& compiler_info() {
   return by_cxx.emplace(cxx, std::move(info)).first->second;
 }
 
+int64_t compile_timeout_seconds() {
+  const auto v = env_int("AUTOFUSE_COMPILE_TIMEOUT", 0, 86400, "60 s");
+  return v ? *v : 60;
+}
+
 void run_compiler(const std::string& source_path, const std::string& output_path,
                   const std::vector<std::string>& include_dirs) {
   const CompilerInfo& cc = compiler_info();
@@ -146,7 +216,12 @@ void run_compiler(const std::string& source_path, const std::string& output_path
   argv.push_back(output_path);
   for (auto& l : kernel_link_libraries()) argv.push_back(l);
   std::string out;
-  int rc = run_process(argv, &out);
+  const int64_t timeout_s = compile_timeout_seconds();
+  int rc = run_process(argv, &out, timeout_s);
+  if (rc == kProcessTimedOut)
+    throw CompileError("kernel compilation did not finish within " + std::to_string(timeout_s) +
+                           " s (AUTOFUSE_COMPILE_TIMEOUT) and was stopped",
+                       out, source_path, join_command(argv));
   if (rc != 0) {
     throw CompileError("kernel compilation failed (exit status " + std::to_string(rc) + ")", out, source_path,
                        join_command(argv));

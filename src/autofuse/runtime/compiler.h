@@ -1,6 +1,7 @@
 // The compiler driver: runs the system C++ compiler on a kernel source file and reports its failures.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,8 +47,18 @@ void run_compiler(const std::string& source_path, const std::string& output_path
 /// holds an af_*.h file. "" if none does (kernels then compile with no helper include directory).
 std::string kernel_header_source_dir();
 
+/// run_process's result for a process stopped at its time limit.
+inline constexpr int kProcessTimedOut = -2;
+
 /// Runs argv (argv[0] looked up in PATH) and waits; returns the exit status (128+signal if killed, 127 if it could
-/// not be started) and stores stdout and stderr, interleaved, in *output.
-int run_process(const std::vector<std::string>& argv, std::string* output);
+/// not be started) and stores stdout and stderr, interleaved, in *output. With timeout_s > 0, a process still running
+/// after timeout_s seconds is killed with its descendants (SIGKILL) and kProcessTimedOut is returned.
+int run_process(const std::vector<std::string>& argv, std::string* output, int64_t timeout_s = 0);
+
+/// The time limit of one kernel compile, in seconds: AUTOFUSE_COMPILE_TIMEOUT (0 = none; a bad value warns), default
+/// 60. A kernel compiles in 0.1-0.5 s; GCC 12 -O2 ran for more than 20 minutes on one generated kernel (review 29),
+/// which then never returned to the user's program. A compile stopped at the limit is a CompileError like any other
+/// (the backend runs the kernel's ops in ATen with a warning; strict mode raises).
+int64_t compile_timeout_seconds();
 
 }  // namespace autofuse

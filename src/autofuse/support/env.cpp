@@ -115,6 +115,7 @@ void check_environment() {
   const std::string cpus = std::to_string(cpu_count());
   env_int("AUTOFUSE_NUM_THREADS", 1, 4096, "the CPU count (" + cpus + ")");
   env_int("AUTOFUSE_COMPILE_THREADS", 1, 4096, "the CPU count (" + cpus + ")");
+  env_int("AUTOFUSE_COMPILE_TIMEOUT", 0, 86400, "60 s");
   env_choice("AUTOFUSE_THREADS", {"auto", "omp", "pool"}, "auto");
   env_choice("AUTOFUSE_MATMUL", {"auto", "aten", "onednn"}, "auto");
   env_choice("AUTOFUSE_ISA", {"avx512", "avx2", "scalar"}, "the CPU's own ISA (" + probed_isa() + ")");
