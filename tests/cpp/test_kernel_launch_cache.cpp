@@ -184,5 +184,47 @@ TEST(KernelLaunchCache, EmptyOperandsBetweenCachedCalls) {
   }
 }
 
+// `given` values on a replayed call: a plain run caches the launch, and a later call on the same layouts with a given
+// value the input sizes contradict must still throw the binding error of an uncached call (it used to replay the
+// cached launch unchecked). Right values and names the kernel does not use still replay; an ordinary kernel and a
+// concat kernel (whose cached bindings hold only what its launch evaluated).
+void check_given_on_replay(const char* text, const Bindings& b, const std::string& sym, int64_t wrong) {
+  SCOPED_TRACE(text);
+  TilingRestore restore;
+  const Graph g = parse_graph(with_dtype(text, "f32"));
+  auto k = Kernel::compile(g);
+  ASSERT_TRUE(k->given_symbols().empty());
+  auto rng = seeded_rng();
+  const Call c = make_call(g, b, Layout::Contiguous, rng);
+  const Bindings bad{{sym, wrong}};
+  const std::string want = "but it is already " + std::to_string(wrong);
+  auto throws_binding_error = [&](const Bindings& given) {
+    try {
+      k->run(c.in, c.out, &given);
+    } catch (const IRError& e) {
+      return std::string(e.what()).find(want) != std::string::npos ? std::string() : std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(throws_binding_error(bad), "") << "fresh kernel";
+  ASSERT_EQ(check_call(*k, g, c), "");  // a plain run: the launch is cached
+  EXPECT_EQ(throws_binding_error(bad), "") << "after a plain run";
+  Bindings right = b;
+  right["not_a_symbol_of_the_kernel"] = 12345;
+  const Call c2 = make_call(g, b, Layout::Contiguous, rng);
+  k->run(c2.in, c2.out, &right);  // right values (and an unused name): runs, as a replay or not
+  const std::vector<HostTensor> want_out = interpret(g, c2.in);
+  for (size_t j = 0; j < want_out.size(); ++j)
+    EXPECT_EQ(compare(c2.out[j], want_out[j], default_tolerance(want_out[j].dtype)), "") << "output " << j;
+  EXPECT_EQ(throws_binding_error(bad), "") << "after a run with right given values";
+}
+
+TEST(KernelLaunchCache, GivenValuesCheckedOnReplay) {
+  check_given_on_replay(kRows, Bindings{{"s0", 4}, {"s1", 5}}, "s0", 7);
+  check_given_on_replay(kRows, Bindings{{"s0", 4}, {"s1", 5}}, "s1", 1000000);
+  check_given_on_replay(kRotary, Bindings{{"s0", 2}, {"s1", 16}, {"s2", 8}}, "s1", 3);
+  check_given_on_replay(kRotary, Bindings{{"s0", 2}, {"s1", 16}, {"s2", 8}}, "s2", 9);
+}
+
 }  // namespace
 }  // namespace autofuse

@@ -286,7 +286,8 @@ void Kernel::run(const std::vector<HostTensor>& inputs, const std::vector<HostTe
                  const Bindings* given) const {
   stamp(&LaunchStages::start);
   GivenScope scope(given);
-  // A kernel with given symbols is not replayed from the launch cache (its key is the operands' layout alone).
+  // A kernel with given symbols is not replayed from the launch cache (its key is the operands' layout alone). A
+  // caller's `given` values of other symbols are compared with the cached launch's bindings (run_cached).
   if (!outer_ && given_symbols_.empty() && run_cached(inputs, outputs)) {
     stamp(&LaunchStages::done);
     return;
@@ -421,6 +422,7 @@ bool Kernel::prepare(const std::vector<HostTensor>& inputs, const std::vector<Ho
   p->candidate = c;
   p->rows_vector = rows_vector;
   p->variant = std::move(var);
+  p->bindings = std::move(b);
   return true;
 }
 

@@ -76,7 +76,9 @@ class Kernel {
   /// pointers. `given`: the values of given_symbols(), and optionally of other symbols of the kernel, which are taken
   /// as given too: the input sizes are checked against them, never solved for them (a scalar argument's symbol may be
   /// negative, x[n:] reads an input of size -n; solving only finds sizes >= 0); symbols the kernel does not use are
-  /// ignored. Calls of a kernel with given symbols are not cached.
+  /// ignored; a value that disagrees with the input sizes throws IRError ("binds s0 = 4, but it is already 7"), on a
+  /// replayed call too (a cached launch serves `given` values only when they equal its own bindings). Calls of a
+  /// kernel with given symbols are not cached.
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
            const Bindings* given = nullptr) const;
 
@@ -162,7 +164,8 @@ class Kernel {
   /// kernel_launch_cache.cpp).
   struct CachedLaunch;
   /// Run the call from a cached launch when its operands match one (same dtypes, sizes, strides, thread count, no
-  /// forced tiling kind); false (nothing done) otherwise.
+  /// forced tiling kind) and the call's `given` values of the kernel's symbols, if any, equal the launch's bindings;
+  /// false (nothing done) otherwise.
   bool run_cached(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
   /// Keep `c` (made for these operands) as the most recent cached launch, unless the call cannot be replayed from
   /// pointers alone (an empty operand: run() may point it at scratch memory) or a tiling kind is forced.

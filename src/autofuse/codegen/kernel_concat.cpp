@@ -228,6 +228,7 @@ void Kernel::run_concat(const std::vector<HostTensor>& inputs, const std::vector
     offset += widths[j];
   }
   auto entry = std::make_shared<CachedLaunch>();
+  entry->bindings = b;  // what a later call's `given` values are compared with (run_cached)
   std::vector<RowLaunch> calls;
   for (size_t j = 0; j < nseg; ++j) {
     if (!ready[j]) continue;

@@ -29,6 +29,21 @@ void launch_cache_key(const std::vector<HostTensor>& inputs, const std::vector<H
     }
 }
 
+/// Whether a cached launch may serve a call with the caller's `given` values (null: none): every value given for one
+/// of the kernel's `symbols` (the ones Kernel::given_seed reads; other names are ignored, as there) must equal the
+/// value the launch was bound with. A value the launch lacks, or a different one, sends the call down the uncached
+/// path, which checks it against the input sizes and raises the binding error ("binds s0 = 4, but it is already 7").
+bool given_agrees(const std::vector<std::string>& symbols, const Bindings* given, const Bindings& bound) {
+  if (given == nullptr || given->empty()) return true;
+  for (const std::string& s : symbols) {
+    auto g = given->find(s);
+    if (g == given->end()) continue;
+    auto b = bound.find(s);
+    if (b == bound.end() || b->second != g->second) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool Kernel::run_cached(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const {
@@ -45,7 +60,7 @@ bool Kernel::run_cached(const std::vector<HostTensor>& inputs, const std::vector
         break;
       }
   }
-  if (!c) return false;
+  if (!c || !given_agrees(symbols_, given_bindings(), c->bindings)) return false;
   stamp_launch_stage(&LaunchStages::bound);
   // Data pointers of every call, then the calls: both reused per thread (run() does not nest on one thread).
   thread_local std::vector<void*> ptrs;
@@ -114,6 +129,7 @@ std::shared_ptr<Kernel::CachedLaunch> Kernel::launch_entry(const Prepared& p) co
     c->domain = p.domain;
     c->candidate = p.candidate;
   }
+  c->bindings = p.bindings;
   return c;
 }
 

@@ -31,6 +31,8 @@ struct Kernel::Prepared {
   TilingCandidate candidate;
   bool rows_vector = false;  ///< the variant is the vector-rows one (its nest: tiling().rows_vector_nest())
   std::shared_ptr<const Variant> variant;
+  /// The symbols' values the call was bound with (Kernel::bind: from the input sizes and the caller's `given`).
+  Bindings bindings;
 };
 
 /// A call's launch kept for the next calls with the same operand layouts (kernel_launch_cache.cpp): what run() derived
@@ -55,6 +57,10 @@ struct Kernel::CachedLaunch {
   bool split = false;
   LaunchDomain domain;
   TilingCandidate candidate;
+  /// The symbol values the call was bound with (a concat kernel's: those its launch evaluated, possibly none). A
+  /// later call with `given` values replays the launch only when every given value of a kernel symbol is here and
+  /// equal (Kernel::run_cached); any other call takes the uncached path, which checks the values against the sizes.
+  Bindings bindings;
 };
 
 }  // namespace autofuse
