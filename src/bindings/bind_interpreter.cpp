@@ -26,6 +26,7 @@ nb::list interpret_with(const Graph& g, nb::handle inputs, nb::callable allocate
     out.push_back(to_host_tensor(t, /*writable=*/true, label.c_str()));
     outs.append(t);
   }
+  check_disjoint_operands(in, out, "interpret_with");  // an allocator that returned an input or one tensor twice
   {
     nb::gil_scoped_release unlocked;
     interpret_into(g, in, out);
@@ -39,7 +40,8 @@ void bind_interpreter(nb::module_& m) {
   m.def("interpret_with", &interpret_with, nb::arg("graph"), nb::arg("inputs"), nb::arg("allocate"),
         "Run the reference interpreter. inputs: one tensor/array per graph input (any strides). allocate(sizes, "
         "dtype) must return a new writable tensor for each output; the outputs are returned filled. Raises IRError "
-        "on a shape conflict or a run-time error; autofuse.interpret() is the friendly form.");
+        "on a shape conflict or a run-time error, ValueError when an allocated output shares memory with another "
+        "output or (other than as the very same view) an input; autofuse.interpret() is the friendly form.");
   m.def(
       "output_sizes",
       [](const Graph& g, nb::handle inputs) {

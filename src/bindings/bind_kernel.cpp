@@ -92,6 +92,7 @@ void bind_kernel(nb::module_& m) {
             // Borrowed views: `inputs` / `outputs` hold the tensors for the whole call.
             std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input", /*borrow=*/true);
             std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output", /*borrow=*/true);
+            check_disjoint_operands(in, out, "kernel", k.name());
             const bool has_given = !given.is_none();
             Bindings b = has_given ? given_bindings(k, given) : Bindings{};
             nb::gil_scoped_release unlocked;
@@ -101,8 +102,11 @@ void bind_kernel(nb::module_& m) {
           "Compute the outputs in place. inputs: one tensor/array per graph input (any strides, 0 for expanded dims); "
           "outputs: caller-allocated tensors of output_sizes(inputs) (any strides); given: a dict of symbol values "
           "holding at least given_symbols; any other symbol of the kernel in it is taken as given too and the "
-          "input sizes are checked against it (names the kernel does not use are ignored). Raises IRError on a dtype "
-          "or size mismatch or a missing given symbol.")
+          "input sizes are checked against it (names the kernel does not use are ignored). An output may be an input "
+          "itself (the same data pointer, dtype, sizes and strides: computed in place) but must not otherwise share "
+          "memory with an input or another output. Raises IRError on a dtype or size mismatch, a missing given "
+          "symbol or a given value the input sizes contradict; ValueError naming the two operands when an output "
+          "overlaps an input or another output (\"output 0 overlaps input 0 (partially) ...\").")
       .def(
           "output_sizes",
           [](const Kernel& k, nb::handle inputs, nb::handle given) {
@@ -129,6 +133,7 @@ void bind_kernel(nb::module_& m) {
               auto c0 = clock::now();
               std::vector<HostTensor> in = to_host_tensors(inputs, /*writable=*/false, "input", /*borrow=*/true);
               std::vector<HostTensor> out = to_host_tensors(outputs, /*writable=*/true, "output", /*borrow=*/true);
+              check_disjoint_operands(in, out, "kernel", k.name());
               auto c1 = clock::now();
               st = LaunchStages{};
               record_launch_stages(&st);

@@ -5,7 +5,9 @@
 #include <nanobind/stl/vector.h>
 
 #include <stdexcept>
+#include <utility>
 
+#include "autofuse/ir/tensor_overlap.h"
 #include "autofuse/runtime/host_gather.h"
 #include "autofuse/runtime/host_openmp.h"
 #include "autofuse/runtime/huge_pages.h"
@@ -168,6 +170,12 @@ void bind_runtime(nb::module_& m) {
         HostTensor t = to_host_tensor(table, /*writable=*/false, "table");
         HostTensor i = to_host_tensor(indices, /*writable=*/false, "indices");
         HostTensor o = to_host_tensor(out, /*writable=*/true, "out");
+        // Rows are read while others are written: no in-place form is safe (ir/tensor_overlap.h)
+        for (const auto& [name, src] : {std::pair<const char*, const HostTensor*>{"table", &t}, {"indices", &i}})
+          if (memory_overlap(o, *src) != Overlap::None)
+            throw nb::value_error(("gather_rows: out " + o.describe() + " shares memory with " + name + " " +
+                                   src->describe() + "; write to a separate tensor")
+                                      .c_str());
         try {
           gather_rows(t, i, o);
         } catch (const std::out_of_range& e) {
@@ -178,7 +186,8 @@ void bind_runtime(nb::module_& m) {
       "aten.embedding's forward into a caller-allocated tensor: out[i..., :] = table[indices[i...], :] "
       "(runtime/host_gather.h). table: 2-d [V, D]; indices: int64/int32, any shape; out: indices.shape + (D,), the "
       "table's dtype; any strides. Raises IndexError('index out of range in self: ...', eager's text) before writing "
-      "when an index is outside [0, V), ValueError for a rank / dtype / size mismatch.");
+      "when an index is outside [0, V), ValueError for a rank / dtype / size mismatch or an out sharing memory with "
+      "table or indices.");
 }
 
 }  // namespace autofuse::bindings

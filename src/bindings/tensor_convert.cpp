@@ -8,6 +8,7 @@
 #include <iterator>
 #include <memory>
 
+#include "autofuse/ir/tensor_overlap.h"
 #include "torch_direct.h"
 
 namespace autofuse::bindings {
@@ -444,6 +445,12 @@ std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const cha
     if (writable && !overlap_reason(out.back()).empty()) check_no_overlap(out.back(), label());
   }
   return out;
+}
+
+void check_disjoint_operands(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
+                             const char* what, const std::string& name) {
+  const std::string why = operand_overlap_error(inputs, outputs);
+  if (!why.empty()) throw nb::value_error((std::string(what) + (name.empty() ? "" : " " + name) + ": " + why).c_str());
 }
 
 DType to_dtype(nb::handle obj) {

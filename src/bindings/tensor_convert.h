@@ -48,6 +48,15 @@ bool takes_fast_path(nb::handle obj);
 /// a call that uses the views and returns (Kernel.run), with a sequence no other thread changes meanwhile.
 std::vector<HostTensor> to_host_tensors(nb::handle seq, bool writable, const char* what, bool borrow = false);
 
+/// Refuses a call that would write `outputs` over memory it reads or writes through another operand: an output sharing
+/// memory with an input (unless it is exactly that input's view: same data pointer, dtype, sizes and strides, the
+/// in-place call, allowed) or with another output (ir/tensor_overlap.h operand_overlap_error; interleaved views with no
+/// common element, as x[:, ::2] and x[:, 1::2], pass where that test can tell). Throws nb::value_error naming both
+/// operands, prefixed with `what` and `name` ("kernel add: output 0 overlaps input 0 (partially) ...; write to a
+/// separate tensor"). Builds no string unless it throws (Kernel.run's hot path).
+void check_disjoint_operands(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs,
+                             const char* what, const std::string& name = {});
+
 /// Whether torch tensors are read directly from libtorch's C++ objects (torch_direct.h) in this build and process.
 bool torch_direct_enabled();
 
