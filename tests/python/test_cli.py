@@ -219,3 +219,20 @@ def test_an_option_given_twice_is_refused():
         r = run(*args)
         assert r.returncode == 2 and "is given twice" in r.stderr, (args, r.returncode, r.stderr)
     assert run("run", SOFTMAX, "--seed", "1", "--repeat", "2").returncode == 0
+
+
+def test_a_pipelined_kernel_with_four_max_chains_compiles(tmp_path):
+    """Review 29: a bf16 softmax whose output feeds three amax (torch: h.softmax(-1).float().logsumexp(-1), fused
+    on AVX-512) generated a pipelined row loop rotating four max chains, on which GCC 12 -O2 ran for more than 20
+    minutes. Those chains are no longer rotated; the kernel compiles like any other (the time limit would stop it)."""
+    f = tmp_path / "four_max.af"
+    f.write_text("graph k(%x: bf16[s0, s1]) {\n  %v1 = cast(%x) {dtype=f32}\n  %v2 = amax(%v1) {axes=[1], keepdim=true}\n"
+                 "  %v3 = sub(%v1, %v2)\n  %v4 = exp(%v3)\n  %v5 = sum(%v4) {axes=[1], keepdim=true}\n"
+                 "  %v6 = div(%v4, %v5)\n  %v7 = cast(%v6) {dtype=bf16}\n  %v8 = cast(%v7) {dtype=f32}\n"
+                 "  %v9 = amax(%v8) {axes=[1], keepdim=true}\n  %v15 = amax(%v8) {axes=[1], keepdim=false}\n"
+                 "  %v18 = amax(%v8) {axes=[1], keepdim=false}\n  return %v8, %v9, %v15, %v18\n}\n")
+    env = dict(os.environ, AUTOFUSE_FORCE_DISABLE_CACHES="1", AUTOFUSE_COMPILE_TIMEOUT="50")
+    for shape in (("s0=37", "s1=1000"), ("s0=9", "s1=64")):
+        r = subprocess.run([str(CLI), "run", str(f), "--shape", *shape], capture_output=True, text=True, timeout=120,
+                           env=env)
+        assert r.returncode == 0 and r.stdout.count(" ok") == 4, r.stdout + r.stderr

@@ -4,7 +4,8 @@
 // during the later passes, and the compute idles while pass 1 waits (docs/codegen.md, per-pass profile). Here step t
 // of one loop over the columns runs pass P of row t - P + 1, ..., pass 2 of row t - 1 and pass 1 of row t, position
 // by position, so reads (pass 1) and writes (pass P) form one continuous stream like a copy's, with the compute of
-// every pass spread evenly over it. Results are bit-identical to the row-by-row loop:
+// every pass spread evenly over it. Results are bit-identical to the row-by-row loop (but for the sign of a zero max or
+// min where three or more max / min chains are not rotated, below):
 // - each pass's accumulators see the same vectors in the same chains and cascade blocks (the fused loop has the
 //   blocks of the cascade sums, blk * AF_W elements; a whole-row chained reduction (amax) gets the same chain per
 //   vector because blk is a multiple of kRowChains, checked at run time);
@@ -17,6 +18,8 @@
 // has at least AF_PIPE_MIN_ROWS rows (shorter rows and fewer rows keep the row loop: per-row costs and the prologue
 // and epilogue steps dominate there; figures in af_kernel.inc) and the stashed values fit the stash buffer without
 // sharing slots.
+#include <algorithm>
+
 #include "autofuse/codegen/cpu/emitter.h"
 
 namespace autofuse {
@@ -288,6 +291,7 @@ void Emitter::emit_pipe_step_loop(const std::vector<std::vector<std::string>>& p
   const std::string ia = "i" + s(v_), na = "n" + s(v_);
   // The chained accumulators' current names (the block partial for cascade sums).
   std::vector<std::string> rot;
+  std::vector<bool> rot_minmax;  // per entry of rot: a max / min chain (order-free up to the sign of a zero)
   for (int p = 1; p <= P; ++p) {
     if (!pass_chained(p)) continue;
     for (auto& [id, mp] : accumulating(p)) {
@@ -295,7 +299,19 @@ void Emitter::emit_pipe_step_loop(const std::vector<std::vector<std::string>>& p
       if (!has_row_chains(nd.op, g_.node(nd.inputs[0]).dtype)) continue;
       const bool c = blocked && is_cascade(nd.op, g_.node(nd.inputs[0]).dtype);
       rot.push_back((c ? "ba" : "a") + s(static_cast<int64_t>(id)));
+      rot_minmax.push_back(nd.op == OpKind::Amax || nd.op == OpKind::Amin);
     }
+  }
+  // GCC 12 -O2 (tree PRE and code hoisting) ran for more than 20 minutes on a rolled loop rotating four max chains (a
+  // bf16 softmax whose output feeds three amax: review 29; three compiled in 0.5 s). The rotation only hides the
+  // max's latency, which the costly pass's work per vector covers anyway (Zen 4: the same time without it, session
+  // 27), so from three max / min chains on they accumulate in chain 0 and are not rotated; sums keep rotating (their
+  // order matches the row loop's).
+  if (std::count(rot_minmax.begin(), rot_minmax.end(), true) >= 3) {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < rot.size(); ++i)
+      if (!rot_minmax[i]) kept.push_back(rot[i]);
+    rot = kept;
   }
   open("");
   if (blocked) {
