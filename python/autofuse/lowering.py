@@ -57,7 +57,7 @@ def check_scalar_fits(value, dtype: torch.dtype, what: str, floats: bool = True)
     float scalar: where(c, x, s) reaches the lowering as where(c, x, scalar_tensor(s, dtype)), and eager's
     scalar_tensor checks float32 but not float16 / bfloat16) and pow's exponent on float32 / float64 (kept in
     double). add, mul, comparisons and bitwise ops take out-of-range scalars without a check in eager; they wrap
-    alike here."""
+    alike here (``scalar_as``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or dtype == torch.bool:
         return
     if dtype.is_floating_point:
@@ -215,11 +215,22 @@ def scalar_as(value, dtype: torch.dtype):
     scalar: an int for integer and bool dtypes (0 / 1 for bool, truncation for floats), else a float rounded once to
     ``dtype``; a Python int within int64 goes int64 -> ``dtype`` directly, as eager's wrapped scalar does
     (``float(2**60 + 2**36 + 1)`` would round it twice on the way to float32: 2**60 instead of eager's
-    2**60 + 2**37; review 16d). Out-of-range values are the callers' to refuse (``check_scalar_fits``)."""
+    2**60 + 2**37; review 16d). An int for an integer dtype is wrapped into it (two's complement) as eager converts
+    the scalar of add, mul, comparisons and bitwise ops (``int32 + 2**40`` adds 0, ``uint8 + 300`` adds 44); the IR's
+    verifier refuses constants outside the dtype. Values eager range-checks are the callers' to refuse first
+    (``check_scalar_fits``); one eager cannot convert at all (beyond [-2**63, 2**64), a NaN / inf on an integer
+    dtype) raises Unsupported, leaving the op to ATen, which raises."""
     if dtype == torch.bool:
         return int(bool(value))
     if not dtype.is_floating_point:
-        return int(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise Unsupported(f"scalar {value} has no {dtype} value (eager raises an overflow error)")
+        value = int(value)
+        if not -(2**63) <= value < 2**64:
+            raise Unsupported(f"scalar {value} is beyond int64 and uint64 (eager raises OverflowError)")
+        bits = 8 * dtype.itemsize
+        value &= (1 << bits) - 1
+        return value - (1 << bits) if dtype.is_signed and value >= 1 << (bits - 1) else value
     if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
         return float(torch.tensor(value, dtype=torch.int64).to(dtype).item())
     value = float(value)

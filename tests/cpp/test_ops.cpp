@@ -184,6 +184,63 @@ TEST(Ops, WhereClampCast) {
   EXPECT_EQ(infer_error(OpKind::Cast, {T(DType::Float32, s)}), "cast: missing attribute 'dtype' (dtype)");
 }
 
+// A constant / full of an integer dtype takes the values eager converts to it (c10's checked conversion), and
+// refuses the rest, which the kernel and the interpreter converted differently (review: 1e20 as i32 was 0 in the
+// kernel, -2147483648 in the interpreter). Eager: torch.full((2,), v, dtype=...) (measured, torch 2.13).
+TEST(Ops, ConstantValueMustConvertToItsIntegerDtype) {
+  auto error = [](OpKind k, Scalar v, DType t) {
+    Attrs a{{"value", v}, {"dtype", t}};
+    if (k == OpKind::Full) a["shape"] = Shape{s0};
+    return infer_error(k, {}, a);
+  };
+  EXPECT_EQ(error(OpKind::Constant, Scalar::of_float(1e20), DType::Int32),
+            "constant: value=1e+20 does not fit i32; expected a value in [-2147483648, 2147483647] (eager raises an "
+            "overflow error converting it)");
+  EXPECT_EQ(error(OpKind::Full, Scalar::of_float(NAN), DType::Int64),
+            "full: value=nan does not fit i64; expected a finite value in [-9223372036854775808, "
+            "9223372036854775807] (eager raises an overflow error converting it)");
+  EXPECT_EQ(error(OpKind::Full, Scalar::of_int(300), DType::UInt8),
+            "full: value=300 does not fit u8; expected a value in [0, 255], or an integer in [-255, -1], which wraps "
+            "as in eager (eager raises an overflow error converting it)");
+  const std::vector<std::pair<Scalar, DType>> refused = {{Scalar::of_float(NAN), DType::Int64},
+                                                         {Scalar::of_float(INFINITY), DType::UInt8},
+                                                         {Scalar::of_float(-1e30), DType::Int8},
+                                                         {Scalar::of_float(3e9), DType::Int32},
+                                                         {Scalar::of_float(1e19), DType::Int64},
+                                                         {Scalar::of_float(0x1p63), DType::Int64},
+                                                         {Scalar::of_float(127.5), DType::Int8},
+                                                         {Scalar::of_float(-128.5), DType::Int8},
+                                                         {Scalar::of_float(-0.5), DType::UInt8},
+                                                         {Scalar::of_float(-1.0), DType::UInt8},
+                                                         {Scalar::of_float(255.5), DType::UInt8},
+                                                         {Scalar::of_float(2147483647.5), DType::Int32},
+                                                         {Scalar::of_int(-256), DType::UInt8},
+                                                         {Scalar::of_int(256), DType::UInt8},
+                                                         {Scalar::of_int(-129), DType::Int8},
+                                                         {Scalar::of_int(32768), DType::Int16},
+                                                         {Scalar::of_int(int64_t{1} << 31), DType::Int32}};
+  for (OpKind k : {OpKind::Constant, OpKind::Full})
+    for (const auto& [v, t] : refused)
+      EXPECT_NE(error(k, v, t).find("does not fit " + std::string(dtype_name(t))), std::string::npos)
+          << op_info(k).name << " " << v.as_double() << " " << dtype_name(t);
+  // Eager takes these: a whole or fractional float in range (truncated: 2.5 is 2), -1 on u8 (255), the ends of each
+  // range, and any value for bool and float dtypes (nonzero and NaN are true; 1e20 in f16 is inf).
+  const std::vector<std::pair<Scalar, DType>> taken = {
+      {Scalar::of_float(2.5), DType::Int32},     {Scalar::of_float(-2.5), DType::Int32},
+      {Scalar::of_float(127.0), DType::Int8},    {Scalar::of_float(-128.0), DType::Int8},
+      {Scalar::of_float(-127.5), DType::Int8},   {Scalar::of_float(255.0), DType::UInt8},
+      {Scalar::of_float(-0.0), DType::UInt8},    {Scalar::of_float(-0x1p63), DType::Int64},
+      {Scalar::of_float(9.2e18), DType::Int64},  {Scalar::of_int(-1), DType::UInt8},
+      {Scalar::of_int(-255), DType::UInt8},      {Scalar::of_int(-32768), DType::Int16},
+      {Scalar::of_int(INT64_MAX), DType::Int64}, {Scalar::of_int(INT64_MIN), DType::Int64},
+      {Scalar::of_float(NAN), DType::Bool},      {Scalar::of_float(1e300), DType::Bool},
+      {Scalar::of_int(300), DType::Bool},        {Scalar::of_float(1e20), DType::Float16},
+      {Scalar::of_float(NAN), DType::Float32},   {Scalar::of_int(INT64_MAX), DType::BFloat16}};
+  for (OpKind k : {OpKind::Constant, OpKind::Full})
+    for (const auto& [v, t] : taken)
+      EXPECT_EQ(error(k, v, t), "ok") << op_info(k).name << " " << v.as_double() << " " << dtype_name(t);
+}
+
 TEST(Ops, Sources) {
   EXPECT_EQ(infer_type(OpKind::Input, {}, {{"dtype", DType::Int8}, {"shape", Shape{s0, Expr(3)}}}).shape,
             (Shape{s0, Expr(3)}));

@@ -1,6 +1,8 @@
 // Verifier tests: each rule it enforces, with the message asserted.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "autofuse/driver/pipeline.h"
 #include "autofuse/ir/parser.h"
 #include "autofuse/ir/verifier.h"
@@ -208,6 +210,43 @@ TEST(Verifier, ParserPointsAtTheNode) {
         "%f = full(): size symbol k is not bound by any graph input's shape; expected no symbols (they have none) "
         "(a run binds symbols from its input sizes)");
   }
+}
+
+// An integer constant eager refuses to convert (review: /work/fixrepros/const_out_of_range.af, accepted before and
+// then computed differently by the kernel and the interpreter) is refused with the node, the value, the dtype and,
+// for text, the line and column; the builder refuses it as well, and verify() names the node of a graph built
+// unchecked.
+TEST(Verifier, ConstantValueOutsideItsIntegerDtype) {
+  try {
+    parse_graph(
+        "graph f(%x: i32[s0]) {\n  %c = constant() {value=1e20, dtype=i32}\n  %y = add(%x, %c)\n  return %y\n}\n",
+        "c.af");
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_EQ(e.col(), 8);
+    EXPECT_EQ(e.message(),
+              "%c = constant(): value=1e+20 does not fit i32; expected a value in [-2147483648, 2147483647] (eager "
+              "raises an overflow error converting it)");
+  }
+  Graph g("g");
+  try {
+    g.add(OpKind::Full, {}, {{"value", Scalar::of_float(NAN)}, {"dtype", DType::Int64}, {"shape", Shape{Expr(2)}}},
+          "c");
+    FAIL() << "expected an IRError";
+  } catch (const IRError& e) {
+    EXPECT_NE(std::string(e.what()).find("%c = full: value=nan does not fit i64"), std::string::npos) << e.what();
+  }
+  Graph u("u");
+  u.add_input("x", DType::Int32, {Expr(2)});
+  u.add_unchecked(
+      Node{OpKind::Constant, {}, {{"value", Scalar::of_float(3e9)}, {"dtype", DType::Int32}}, DType::Int32, {}, "c"});
+  EXPECT_EQ(verify_error(u),
+            "%c = constant(): value=3e+09 does not fit i32; expected a value in [-2147483648, 2147483647] "
+            "(eager raises an overflow error converting it)");
+  Graph ok("ok");  // 2.5 truncates to 2, as in eager
+  ok.set_outputs({ok.constant(Scalar::of_float(2.5), DType::Int32)});
+  EXPECT_EQ(verify_error(ok), "ok");
 }
 
 }  // namespace

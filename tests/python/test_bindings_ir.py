@@ -165,3 +165,28 @@ def test_op_table_is_exposed():
     assert schema["category"] == "reduce" and (schema["min_inputs"], schema["max_inputs"]) == (1, 1)
     assert ("correction", "int", False) in schema["attrs"]
     assert autofuse.op_schema("concat")["max_inputs"] == -1
+
+
+@pytest.mark.parametrize("op", ["constant", "full"])
+@pytest.mark.parametrize("value,dtype", [("1e20", "i32"), ("nan", "i64"), ("-1e30", "i8"), ("inf", "u8"),
+                                         ("3e9", "i32"), ("1e19", "i64"), ("300", "u8"), ("127.5", "i8")])
+def test_integer_constant_eager_cannot_convert_is_refused(op, value, dtype):
+    """Review (fixrepros/const_out_of_range.py): these verified, then the kernel and the interpreter converted them
+    differently (1e20 as i32: 0 against -2147483648). Eager's torch.full raises for each; the parse error names the
+    node, the value and the dtype, at the node's line."""
+    shape = ", shape=[s0]" if op == "full" else ""
+    text = (f"graph f(%x: {dtype}[s0]) {{\n  %c = {op}() {{value={value}, dtype={dtype}{shape}}}\n"
+            f"  %y = add(%x, %c)\n  return %y\n}}\n")
+    with pytest.raises(ParseError) as e:
+        autofuse.parse(text, "c.af")
+    assert e.value.line == 2 and f"%c = {op}(): value=" in e.value.message
+    assert f" does not fit {dtype}; expected " in e.value.message
+
+
+def test_integer_constant_eager_truncates_is_taken():
+    """A fractional value in range truncates toward zero, as eager's torch.full((2,), 2.5, dtype=torch.int32) does."""
+    import torch
+    g = autofuse.parse("graph f(%x: i32[s0]) {\n  %c = constant() {value=-2.5, dtype=i32}\n  %y = add(%x, %c)\n"
+                       "  return %y\n}\n")
+    assert autofuse.interpret(g, [torch.zeros(3, dtype=torch.int32)])[0].tolist() == [-2, -2, -2]
+

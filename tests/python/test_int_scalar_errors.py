@@ -121,6 +121,20 @@ IN_RANGE = {
     "i8_masked_fill_127_0": lambda a: (a.to(torch.int8) + 1).masked_fill(a > 0, 127.0),
     "u8_masked_fill_255_0": lambda a: (a.to(torch.uint8) + 1).masked_fill(a > 0, 255.0),
     "i32_fill_minus_128_9": lambda a: (a + 1).fill_(-128.9),
+    # add, mul, comparisons and bitwise ops convert an out-of-range int scalar without a check in eager: it wraps into
+    # the dtype. The lowering stores the wrapped value (the verifier refuses a constant outside its dtype; before it
+    # did, the kernel wrapped it alike)
+    "i32_plus_2e40": lambda a: (a + 1) + 2**40,
+    "i32_minus_2e32_plus_5": lambda a: (a + 1) - (2**32 + 5),
+    "i32_times_2e40_plus_3": lambda a: (a + 1) * (2**40 + 3),
+    "rsub_2e40_plus_7": lambda a: (2**40 + 7) - (a + 1),
+    "i32_eq_2e32": lambda a: (a - 5) == 2**32,
+    "i32_lt_2e31": lambda a: (a + 1) < 2**31,
+    "i32_or_2e32_plus_1": lambda a: (a + 1) | (2**32 + 1),
+    "u8_plus_300": lambda a: (a.to(torch.uint8) + 1) + 300,
+    "i8_times_1000": lambda a: (a.to(torch.int8) + 1) * 1000,
+    "i64_plus_2e63": lambda a: (a.long() + 1) + 2**63,
+    "i64_minus_2e64_minus_1": lambda a: (a.long() + 1) - (2**64 - 1),
 }
 
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "autofuse/ir/printer.h"
@@ -95,6 +96,47 @@ bool attr_matches(AttrKind k, const AttrValue& v) {
       return std::holds_alternative<std::string>(v);
   }
   return false;
+}
+
+/// Why eager refuses to convert the scalar `s` to the integer dtype `t` (c10's checked conversion: "value cannot be
+/// converted to type int32 without overflow"), or nullopt when it converts. The ranges are eager's (measured, torch
+/// 2.13), as in the lowering's check_scalar_fits: an int must lie in the dtype's range, except that an unsigned dtype
+/// also takes [-max, -1], wrapped (full(-1, uint8) is 255); a float must be finite and lie in [lowest, max] compared
+/// as doubles (127.5 on i8 is refused, 2.5 on i32 truncates to 2). For i64, c10's max as a double is 2^63, which
+/// eager accepts and converts with undefined behaviour; it is refused here.
+std::optional<std::string> integer_value_misfit(const Scalar& s, DType t) {
+  int64_t lo = 0, hi = 0;
+  switch (t) {
+    case DType::UInt8:
+      hi = std::numeric_limits<uint8_t>::max();
+      break;
+    case DType::Int8:
+      lo = std::numeric_limits<int8_t>::min(), hi = std::numeric_limits<int8_t>::max();
+      break;
+    case DType::Int16:
+      lo = std::numeric_limits<int16_t>::min(), hi = std::numeric_limits<int16_t>::max();
+      break;
+    case DType::Int32:
+      lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+      break;
+    default:
+      lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+      break;
+  }
+  const auto misfit = [&](const std::string& value, const char* what) {
+    return "value=" + value + " does not fit " + std::string(dtype_name(t)) + "; expected " + what + " in [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + "]" +
+           (t == DType::UInt8 ? ", or an integer in [-255, -1], which wraps as in eager" : "") +
+           " (eager raises an overflow error converting it)";
+  };
+  if (s.is_int) {
+    if (s.i >= (t == DType::UInt8 ? -hi : lo) && s.i <= hi) return std::nullopt;
+    return misfit(std::to_string(s.i), "a value");
+  }
+  const bool fits = s.f >= static_cast<double>(lo) &&
+                    (t == DType::Int64 ? s.f < 0x1p63 : s.f <= static_cast<double>(hi));  // false for NaN
+  if (fits) return std::nullopt;
+  return misfit(print_float(s.f), std::isfinite(s.f) ? "a value" : "a finite value");
 }
 
 const char* attr_kind_name(AttrKind k) {
@@ -292,6 +334,12 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
                      std::string(dtype_name(dt)) +
                      "; cast the input to a floating dtype first (eager's clamp promotes the result to float)");
     }
+
+  // A constant / full converts its value to its dtype (float -> integer truncates toward zero, as eager); a value
+  // eager refuses to convert (NaN, +-inf, out of range) has no agreed result (the kernel and the interpreter wrapped
+  // or saturated differently), so it is refused. Bool takes any value (nonzero and NaN are true); float dtypes round.
+  if ((k == OpKind::Constant || k == OpKind::Full) && is_integer(dt))
+    if (auto why = integer_value_misfit(attr_scalar(attrs, "value"), dt)) fail(op, *why);
 
   // Shape.
   Shape shape;

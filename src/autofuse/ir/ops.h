@@ -102,8 +102,10 @@ struct TensorType {
 };
 
 /// Infer an op's output type from its input types and attributes, checking every rule of the op table
-/// (arity, attribute presence and kinds, dtype rule, shape rule). Throws IRError with a message that names the op and
-/// what was expected ("add: input 1 has dtype f16, expected f32 like input 0").
+/// (arity, attribute presence and kinds, dtype rule, shape rule) and the attribute values eager would refuse: an
+/// integer clamp's non-integral bounds, and a constant / full value that does not convert to its integer dtype
+/// (NaN, +-inf, out of range: "constant: value=1e+20 does not fit i32; ..."). Throws IRError with a message that names
+/// the op and what was expected ("add: input 1 has dtype f16, expected f32 like input 0").
 TensorType infer_type(OpKind op, const std::vector<TensorType>& inputs, const Attrs& attrs);
 
 /// NumPy/PyTorch broadcasting of two shapes; throws IRError when sizes are not provably compatible.

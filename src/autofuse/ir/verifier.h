@@ -24,8 +24,9 @@ class VerifyError : public IRError {
 ///  - names: the graph name matches [A-Za-z_][A-Za-z0-9_.]*, every value name is non-empty, made of [A-Za-z0-9_.]
 ///    (so the text form reads it back) and unique;
 ///  - topological order: every input of node i is a value id in [0, i);
-///  - typing: the op table's infer_type (arity, attribute kinds, dtype and shape rules) accepts the node, and the
-///    node's stored dtype and shape equal the inferred ones;
+///  - typing: the op table's infer_type (arity, attribute kinds, dtype and shape rules, and the attribute values it
+///    checks: an integer clamp's bounds, the value of an integer constant / full, which must be one eager converts
+///    to the dtype) accepts the node, and the node's stored dtype and shape equal the inferred ones;
 ///  - inputs: strides (when given) have the shape's rank and no stride is provably negative;
 ///  - symbols: every size symbol used anywhere appears in a graph input's shape, the one place a run binds symbols
 ///    from (ir/bind_symbols.h); a symbol may also appear in an input's `strides` hint (a row pitch: the actual strides

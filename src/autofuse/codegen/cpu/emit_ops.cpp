@@ -123,7 +123,11 @@ std::string splat_literal(const Scalar& s, DType t) {
   } else if (is_float(t)) {
     lit = float_literal(round_to_dtype(s.as_double(), t));
   } else {
-    int64_t iv = s.is_int ? s.i : static_cast<int64_t>(round_to_dtype(s.f, DType::Int64));
+    // A float value on an integer dtype truncates toward zero as eager and the interpreter do (cast_float_to_int);
+    // the verifier admits only finite values in the dtype's range (ops.cpp), so the int64 cast is exact. (Going
+    // through round_to_dtype would give 0 for |value| >= 9.2e18, short of int64's range.)
+    const bool in_int64 = std::isfinite(s.f) && s.f >= -0x1p63 && s.f < 0x1p63;
+    int64_t iv = s.is_int ? s.i : in_int64 ? static_cast<int64_t>(s.f) : std::numeric_limits<int64_t>::min();
     char buf[64];
     std::snprintf(buf, sizeof buf, "(int64_t)0x%" PRIx64 "ull", static_cast<uint64_t>(iv));
     lit = buf;
