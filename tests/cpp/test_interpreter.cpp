@@ -2,6 +2,7 @@
 // hand-picked cases with exact expected values.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "test_interpreter_util.h"
@@ -161,6 +162,32 @@ TEST(InterpReduce, SumProdMeanOverAxesWithKeepdim) {
   auto p = run_op(OpKind::Prod, {tensor(DType::Float32, {2, 2}, {1, 2, 3, 4})},
                   {{"axes", std::vector<int64_t>{0}}, {"keepdim", false}});
   EXPECT_EQ(values(p), (std::vector<double>{3, 8}));
+}
+
+// A floating prod multiplies in the compute type, once rounded per element in element order, as kernels do (the
+// review: in f64, a row that overflows f32 and holds a zero was 0 here, NaN in the kernel and in eager).
+TEST(InterpReduce, ProdMultipliesInTheComputeType) {
+  auto prod_all = [](const HostTensor& x) {
+    return values(run_op(OpKind::Prod, {x}, {{"axes", std::vector<int64_t>{}}, {"keepdim", false}}))[0];
+  };
+  std::vector<double> row(130, 30.0);
+  row[127] = 0.0;
+  EXPECT_TRUE(std::isnan(prod_all(tensor(DType::Float32, {130}, row))));  // 30^27 > FLT_MAX, then inf * 0
+  row.assign(10, 60000.0);  // 60000^8 > FLT_MAX; each value exact in f16 and near it in bf16
+  row[9] = 0.0;
+  EXPECT_TRUE(std::isnan(prod_all(tensor(DType::Float16, {10}, row))));
+  EXPECT_TRUE(std::isnan(prod_all(tensor(DType::BFloat16, {10}, row))));
+  EXPECT_EQ(prod_all(tensor(DType::Float64, {10}, row)), 0.0);  // 60000^9 is finite in f64
+  // Overflow that comes back into range stays inf in f32, and is undone in f64.
+  const std::vector<double> back = {1e30, 1e30, 1e-30, 1e-30};
+  EXPECT_EQ(prod_all(tensor(DType::Float32, {4}, back)), kInf);
+  EXPECT_EQ(prod_all(tensor(DType::Float64, {4}, back)), 1e30 * 1e30 * 1e-30 * 1e-30);
+  // Rounded once per step in f32: 64 factors 1 + 2^-12 (the f64 product rounded once differs).
+  float p = 1;
+  for (int i = 0; i < 64; ++i) p *= 1.0f + 0x1p-12f;
+  const double once = static_cast<float>(std::pow(1.0 + 0x1p-12, 64));
+  ASSERT_NE(static_cast<double>(p), once);
+  EXPECT_EQ(prod_all(tensor(DType::Float32, {64}, std::vector<double>(64, 1.0 + 0x1p-12))), static_cast<double>(p));
 }
 
 TEST(InterpReduce, IntegerSumWidensAndWraps) {

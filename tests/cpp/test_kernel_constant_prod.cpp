@@ -1,5 +1,6 @@
 // Kernels against the reference interpreter where the two used to disagree (review of the IR layer): integer
-// constants whose value is a float (converted as eager converts it, exactly, up to int64's range).
+// constants whose value is a float (converted as eager converts it, exactly, up to int64's range), and a floating prod
+// whose running product overflows before a zero (NaN in the kernel, eager and the interpreter: all multiply in f32).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -53,6 +54,29 @@ TEST(KernelConstant, IntegerDtypesTakeEagersValues) {
       EXPECT_EQ(got[o].get_int({i}), eager[o]) << "kernel, output " << o;
       EXPECT_EQ(want[o].get_int({i}), eager[o]) << "interpreter, output " << o;
     }
+  }
+}
+
+// The review's repro (fixrepros/interp_prod_overflow_zero.py): rows of 130 values 30.0 with a zero at 127. The
+// running product passes FLT_MAX (30^27) long before the zero in the interpreter's element order and in the
+// kernel's lane order (8 or 16 lanes, then across them), so both give NaN (inf * 0), as eager does; the interpreter
+// multiplied in f64 before and gave 0. f16 / bf16 rows multiply in f32 in both too; f64 rows do not overflow here.
+TEST(KernelProd, OverflowThenZeroIsNaNInKernelAndInterpreter) {
+  for (const char* dt : {"f32", "f16", "bf16", "f64"}) {
+    Graph g = parse_graph(kernel_testing::with_dtype(
+        "graph p(%x: DT[s0, s1]) {\n  %p = prod(%x) {axes=[1], keepdim=false}\n  return %p\n}", dt));
+    const DType t = kernel_testing::float_dtype_of(dt);
+    HostTensor x = HostTensor::empty(t, {2, 130});
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < 130; ++c) x.set_double({r, c}, c == 127 ? 0.0 : 30.0);
+    auto got = run_kernel(*Kernel::compile(g), {x});
+    auto want = interpret(g, {x});
+    for (int64_t r = 0; r < 2; ++r) {
+      const bool f64 = t == DType::Float64;  // 30^129 = 1.5e190 is finite in f64: the zero gives 0
+      EXPECT_EQ(std::isnan(want[0].get_double({r})), !f64) << dt << " interpreter " << want[0].get_double({r});
+      EXPECT_EQ(std::isnan(got[0].get_double({r})), !f64) << dt << " kernel " << got[0].get_double({r});
+    }
+    EXPECT_EQ(compare(got[0], want[0], 0.0), "") << dt;
   }
 }
 

@@ -190,3 +190,13 @@ def test_integer_constant_eager_truncates_is_taken():
                        "  return %y\n}\n")
     assert autofuse.interpret(g, [torch.zeros(3, dtype=torch.int32)])[0].tolist() == [-2, -2, -2]
 
+
+def test_interpreter_prod_overflow_then_zero_is_nan():
+    """Review (fixrepros/interp_prod_overflow_zero.py): the interpreter multiplied f32 in f64 and gave 0 for a row whose
+    product overflows f32 before a zero; the kernel and eager give NaN (inf * 0)."""
+    import torch
+    g = autofuse.parse("graph g(%x: f32[s0, s1]) {\n  %p = prod(%x) {axes=[1], keepdim=false}\n  return %p\n}")
+    x = torch.full((2, 130), 30.0)
+    x[:, -3] = 0.0
+    assert torch.isnan(x.prod(1)).all()  # eager
+    assert torch.isnan(autofuse.interpret(g, [x])[0]).all()

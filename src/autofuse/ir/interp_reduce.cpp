@@ -1,7 +1,12 @@
 // The interpreter's reductions: sum, prod, amax, amin, argmax, argmin, mean, var, any, all over any set of axes,
-// with keepdim. Floating reductions accumulate in float64 (sum and mean with Neumaier's compensated summation, var
-// in two passes), integer sum and prod in wrapping int64; the result is rounded once, to the output dtype (f16/bf16
-// outputs: to f32 under the Float32Inside precision policy, see ir/precision.h).
+// with keepdim. Floating sum, mean and var accumulate in float64 (sum and mean with Neumaier's compensated summation,
+// var in two passes); floating prod accumulates in the input's compute type (dtype.h compute_dtype: f32 for
+// f16/bf16/f32, f64 for f64), one rounding per multiplication in element order, as kernels multiply: a row
+// whose running product overflows to inf and then meets a zero is NaN (inf * 0), where an f64 product would be 0, and
+// one that overflows f32 and comes back into range is inf. Integer sum and prod wrap in int64. The result is rounded
+// once, to the output dtype (f16/bf16 outputs: to f32 under the Float32Inside precision policy, see ir/precision.h).
+// Kernels and eager multiply in other orders (SIMD lanes, then across lanes), so whether an overflow meets a zero
+// first can differ between them for rows whose product overflows; like a sum's rounding, that freedom is the tests'.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -96,8 +101,11 @@ Value eval_reduce(const NodeContext& c, const std::vector<const Value*>& in) {
         break;
       case OpKind::Prod:
         if (x.is_float()) {
+          // In the compute type, as kernels accumulate (see the header comment): an f32 product of two f32 values is
+          // their exact f64 product rounded once to f32.
+          const DType acc = compute_dtype(x.dtype);
           double p = 1;
-          for (int64_t r = 0; r < count; ++r) p *= xf(r);
+          for (int64_t r = 0; r < count; ++r) p = round_float(p * xf(r), acc);
           out.f[k] = round_float(p, c.round_dtype(out.dtype));
         } else {
           uint64_t p = 1;

@@ -2,8 +2,10 @@
 // model every compiled kernel is checked against, so it favours exactness and clarity over speed.
 //
 // Arithmetic is carried out in float64 for floating dtypes and in int64 (two's complement, wrapping) for integer and
-// bool dtypes; after each node the result is rounded to the node's dtype, as eager rounds after each op. For f16/bf16
-// nodes the rounding follows the precision policy (ir/precision.h): under EmulateCasts the interpreter rounds
+// bool dtypes, except that a floating prod multiplies in the compute type (f32 for f16/bf16/f32), as kernels do and
+// eager does for f32, so a row whose product overflows and then meets a zero is NaN as there (interp_reduce.cpp).
+// After each node the result is rounded to the node's dtype, as eager rounds after each op. For f16/bf16 nodes the
+// rounding follows the precision policy (ir/precision.h): under EmulateCasts the interpreter rounds
 // f64 -> f32 -> f16/bf16 after every node (eager's value whenever the f32 result is correctly rounded); under the
 // default Float32Inside it rounds f16/bf16 nodes to f32 only, as one kernel computing the whole graph does, and rounds
 // to f16/bf16 at the graph's outputs, at explicit casts and at source nodes. Where eager's own result depends on how it
