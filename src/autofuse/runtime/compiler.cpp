@@ -78,6 +78,8 @@ CompileError::CompileError(const std::string& summary, std::string compiler_outp
       source_path_(std::move(source_path)),
       command_(std::move(command)) {}
 
+namespace {
+
 /// SIGKILL to `pid` and to its descendants (found through /proc/<n>/stat's parent pid, children first): the compiler
 /// driver's cc1plus, as and collect2 / ld would otherwise run on, orphaned, after the driver dies.
 void kill_process_tree(pid_t pid) {
@@ -106,6 +108,8 @@ void kill_process_tree(pid_t pid) {
   kill_below(pid);
 }
 
+}  // namespace
+
 int run_process(const std::vector<std::string>& argv, std::string* output, int64_t timeout_s) {
   output->clear();
   int fds[2];
@@ -131,17 +135,17 @@ int run_process(const std::vector<std::string>& argv, std::string* output, int64
   bool timed_out = false;
   for (;;) {
     if (timeout_s > 0) {
+      // The deadline is checked before every read, so a compiler that keeps printing cannot outrun it.
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      struct pollfd pfd = {fds[0], POLLIN, 0};
-      const int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000))) : 0;
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) {
-        if (std::chrono::steady_clock::now() < deadline) continue;
+      if (left.count() <= 0) {
         timed_out = true;
         kill_process_tree(pid);
         break;
       }
+      struct pollfd pfd = {fds[0], POLLIN, 0};
+      const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+      if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     }
     ssize_t got = ::read(fds[0], buf, sizeof buf);
     if (got > 0) {
