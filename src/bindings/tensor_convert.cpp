@@ -362,17 +362,6 @@ nb::handle seq_item(nb::handle seq, size_t i) {
                                  : nb::handle(PyTuple_GET_ITEM(seq.ptr(), k));
 }
 
-// The element span [lo, hi] that a view of these sizes/strides reaches from its data pointer; false when empty.
-bool element_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t& lo, int64_t& hi) {
-  lo = hi = 0;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) return false;
-    const int64_t reach = (sizes[d] - 1) * strides[d];
-    (reach < 0 ? lo : hi) += reach;
-  }
-  return true;
-}
-
 // An item (tensor, (sizes, strides, offset)) of to_host_tensors: the view of the tensor's memory with those sizes and
 // strides (elements), `offset` elements past its data pointer (what torch's _reinterpret_tensor makes, without a
 // torch tensor). Throws nb::value_error naming `what` and `i` when the spec is malformed or reaches outside the

@@ -177,7 +177,7 @@ def _plant_symlinks(cache, sos):
         so.symlink_to(outside)
 
 
-def _plant_foreign_owner(cache, sos):
+def _plant_foreign_owner(cache):
     """Review 29's case: entries below the root owned by another user (as if planted while the root was open)."""
     for p in [*cache.joinpath("v1").rglob("*"), cache / "v1"]:
         os.lchown(p, 65534, 65534)
@@ -202,7 +202,7 @@ def test_untrusted_cache_entries_are_not_loaded(tmp_path, how):
             for p in (so, so.with_name("meta"), so.parent):
                 os.lchown(p, 65534, 65534)
     else:
-        _plant_foreign_owner(cache, sos)
+        _plant_foreign_owner(cache)
     res = run_child(tmp_path)
     assert res["ok"] is True and res["err"] is None and len(res["compiled"]) == 2, res
     assert res["stats"]["disk_hits"] == 0 and res["stats"]["compiles"] == 2, res["stats"]

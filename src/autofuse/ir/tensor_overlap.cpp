@@ -101,14 +101,23 @@ Solved shared_element(const HostTensor& a, const HostTensor& b) {
 
 }  // namespace
 
+bool element_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t& lo, int64_t& hi) {
+  lo = hi = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) {
+      lo = hi = 0;
+      return false;
+    }
+    const int64_t reach = (sizes[d] - 1) * strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return true;
+}
+
 ByteExtent byte_extent(const HostTensor& t) {
   const intptr_t p = address(t);
   int64_t lo = 0, hi = 0;
-  for (size_t d = 0; d < t.sizes.size(); ++d) {
-    if (t.sizes[d] == 0) return ByteExtent{p, p};
-    const int64_t reach = (t.sizes[d] - 1) * t.strides[d];
-    (reach < 0 ? lo : hi) += reach;
-  }
+  if (!element_span(t.sizes, t.strides, lo, hi)) return ByteExtent{p, p};
   const int64_t e = dtype_size(t.dtype);
   return ByteExtent{p + static_cast<intptr_t>(lo * e), p + static_cast<intptr_t>(hi * e + e)};
 }

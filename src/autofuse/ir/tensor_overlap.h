@@ -22,6 +22,10 @@ enum class Overlap {
   Partial,  ///< they share (or may share: see memory_overlap) memory without being the same view
 };
 
+/// The element span [lo, hi] (elements, relative to the data pointer; lo <= 0 <= hi) that a view of these sizes and
+/// strides reaches; false, with lo = hi = 0, when a size is 0 (no elements).
+bool element_span(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t& lo, int64_t& hi);
+
 /// The bytes [lo, hi) a view's elements span, from its data pointer, sizes and strides (negative strides included):
 /// lo is the lowest element's first byte, hi one past the highest element's last byte. lo == hi for a tensor with no
 /// elements (a size 0), which overlaps nothing.
